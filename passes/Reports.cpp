@@ -1,0 +1,237 @@
+//===- Reports.cpp - KV-cache and parameter reports ------------------------===//
+#include "passes/Reports.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Format.h"
+
+#include <cmath>
+#include <set>
+
+using namespace mlir;
+using namespace mlir::dsf;
+
+std::string mlir::dsf::withThousands(int64_t v) {
+  std::string digits = std::to_string(v < 0 ? -v : v), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0)
+      out += ',';
+    out += digits[i];
+  }
+  return v < 0 ? "-" + out : out;
+}
+
+std::string mlir::dsf::humanCount(double v) {
+  const char *units[] = {"", "K", "M", "B", "T"};
+  int u = 0;
+  while (std::fabs(v) >= 1000 && u < 4) {
+    v /= 1000;
+    ++u;
+  }
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << llvm::format(u ? "%.2f %s" : "%.0f%s", v, units[u]);
+  return s;
+}
+
+/// Exact when integral, otherwise up to 4 decimals with trailing zeros dropped.
+std::string mlir::dsf::formatBytes(double v) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  if (std::floor(v) == v)
+    os << withThousands((int64_t)v);
+  else {
+    os << llvm::format("%.4f", v);
+    while (!s.empty() && s.back() == '0') s.pop_back();
+  }
+  return s;
+}
+
+namespace {
+/// The layer whose region holds `op`, or null at function level.
+LayerOp enclosingLayer(Operation *op) { return op->getParentOfType<LayerOp>(); }
+
+/// Follows a value out of its layer (through dsf.yield) and into every layer
+/// that takes it as an input, collecting the layers that read it.
+void collectReaders(Value v, std::set<int64_t> &readers) {
+  for (OpOperand &use : v.getUses()) {
+    Operation *user = use.getOwner();
+    if (auto yield = llvm::dyn_cast<YieldOp>(user)) {
+      auto layer = llvm::cast<LayerOp>(yield->getParentOp());
+      collectReaders(layer.getOutputs()[use.getOperandNumber()], readers);
+    } else if (auto layer = llvm::dyn_cast<LayerOp>(user)) {
+      collectReaders(layer.getBodyBlock().getArgument(use.getOperandNumber()), readers);
+    } else if (LayerOp owner = enclosingLayer(user)) {
+      readers.insert(owner.getIndex());
+    }
+  }
+}
+} // namespace
+
+KvReport mlir::dsf::computeKvReport(ModelOp model) {
+  KvReport r;
+  r.model = model.getSymName().str();
+  std::set<int64_t> kvSources, indexSources;
+  model.walk([&](Operation *op) {
+    if (auto w = llvm::dyn_cast<CacheWriteOp>(op)) {
+      auto t = llvm::cast<CacheType>(w.getCache().getType());
+      CacheRow row;
+      LayerOp layer = enclosingLayer(op);
+      row.layer = layer ? layer.getIndex() : -1;
+      row.kind = t.getKind();
+      row.ratio = t.getRatio();
+      row.width = t.getWidth();
+      row.format = t.getFormat();
+      row.entryBytes = t.getEntryBytes();
+      row.bytesPerToken = double(row.entryBytes) / double(row.ratio);
+      std::set<int64_t> readers;
+      collectReaders(w.getCache(), readers);
+      row.readers.assign(readers.begin(), readers.end());
+      r.globalBytesPerToken += row.bytesPerToken;
+      if (t.getKind() == CacheKind::kv && layer)
+        kvSources.insert(layer.getIndex());
+      r.caches.push_back(row);
+    } else if (auto w = llvm::dyn_cast<WindowWriteOp>(op)) {
+      auto t = llvm::cast<WindowType>(w.getWindow().getType());
+      r.windows += 1;
+      r.windowBytesPerSequence += t.getSize() * t.getFormat().getRowBytes(t.getWidth());
+    } else if (auto idx = llvm::dyn_cast<IndexTopkOp>(op)) {
+      if (LayerOp layer = enclosingLayer(op))
+        indexSources.insert(layer.getIndex());
+    }
+  });
+  r.kvSources.assign(kvSources.begin(), kvSources.end());
+  r.indexSources.assign(indexSources.begin(), indexSources.end());
+  return r;
+}
+
+static std::string listString(const std::vector<int64_t> &v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? " " : "") + std::to_string(v[i]);
+  return s;
+}
+
+/// Readers as ranges: "2-7" when contiguous.
+static std::string rangesString(const std::vector<int64_t> &v) {
+  std::string s;
+  for (size_t i = 0; i < v.size();) {
+    size_t j = i;
+    while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
+    s += (s.empty() ? "" : ",") + std::to_string(v[i]);
+    if (j > i) s += "-" + std::to_string(v[j]);
+    i = j + 1;
+  }
+  return s;
+}
+
+void mlir::dsf::printKvReport(const KvReport &r, llvm::raw_ostream &os) {
+  os << "== KV report: @" << r.model << " ==\n";
+  os << "global caches (bytes per token = entry bytes / ratio):\n";
+  for (const CacheRow &c : r.caches) {
+    std::string fmt;
+    llvm::raw_string_ostream fs(fmt);
+    fs << c.format;
+    os << llvm::format("  layer %-3lld %-10s ratio %-3lld width %-4lld %4lld B/entry  %10s B/token  read by %s  %s\n",
+                       (long long)c.layer, stringifyCacheKind(c.kind).data(), (long long)c.ratio,
+                       (long long)c.width, (long long)c.entryBytes,
+                       formatBytes(c.bytesPerToken).c_str(), rangesString(c.readers).c_str(),
+                       fmt.c_str());
+  }
+  os << "global KV per token: " << formatBytes(r.globalBytesPerToken) << " bytes\n";
+  os << "sliding window per sequence: " << withThousands(r.windowBytesPerSequence) << " bytes ("
+     << r.windows << " windows)\n";
+  os << "KV-source layers: " << r.kvSources.size() << " [" << listString(r.kvSources) << "]\n";
+  os << "index-source layers: " << r.indexSources.size() << " [" << listString(r.indexSources)
+     << "]\n";
+  for (int64_t ctx : {4096, 65536, 1048576})
+    os << "  global KV at " << withThousands(ctx) << " tokens: "
+       << formatBytes(r.globalBytesPerToken * ctx) << " bytes + window "
+       << withThousands(r.windowBytesPerSequence) << "\n";
+}
+
+void mlir::dsf::printKvComparison(const std::vector<KvReport> &reports, llvm::raw_ostream &os) {
+  if (reports.size() < 2)
+    return;
+  const KvReport &base = reports.front();
+  os << "== KV comparison (relative to @" << base.model << ") ==\n";
+  for (const KvReport &r : reports)
+    os << llvm::format("  @%-28s %10s B/token  x%.3f   (@%s / @%s = %.3f)\n", r.model.c_str(),
+                       formatBytes(r.globalBytesPerToken).c_str(),
+                       r.globalBytesPerToken / base.globalBytesPerToken, base.model.c_str(),
+                       r.model.c_str(), base.globalBytesPerToken / r.globalBytesPerToken);
+}
+
+ParamReport mlir::dsf::computeParamReport(ModelOp model) {
+  ParamReport r;
+  r.model = model.getSymName().str();
+  llvm::StringMap<WeightDeclOp> weights;
+  for (auto w : model.getBody().front().getOps<WeightDeclOp>()) {
+    weights[w.getSymName()] = w;
+    r.total += w.getTensorType().getNumElements();
+    r.storedBytes += w.getStoredBytes();
+  }
+  std::set<std::string> routed;
+  model.walk([&](MoeExpertsOp op) {
+    SmallVector<WeightUse> uses;
+    op.getWeightUses(uses);
+    for (auto &u : uses)
+      routed.insert(u.symbol.getValue().str());
+  });
+  for (auto &name : routed)
+    if (auto it = weights.find(name); it != weights.end())
+      r.routedTotal += it->second.getTensorType().getNumElements();
+
+  for (auto func : model.getBody().front().getOps<func::FuncOp>()) {
+    // A weight read by several ops is counted once, at the largest share any
+    // of them touches.
+    llvm::StringMap<double> touched;
+    func.walk([&](WeightUserOpInterface user) {
+      SmallVector<WeightUse> uses;
+      user.getWeightUses(uses);
+      for (const WeightUse &u : uses) {
+        auto it = weights.find(u.symbol.getValue());
+        if (it == weights.end())
+          continue;
+        RankedTensorType t = it->second.getTensorType();
+        double elements = t.getNumElements();
+        double share = u.rowsTouchedPerToken < 0
+                           ? elements
+                           : elements / t.getDimSize(0) *
+                                 std::min<int64_t>(u.rowsTouchedPerToken, t.getDimSize(0));
+        double &slot = touched[u.symbol.getValue()];
+        slot = std::max(slot, share);
+      }
+    });
+    ParamReport::Entry e{func.getSymName().str(), 0, 0};
+    for (auto &kv : touched) {
+      e.activePerToken += kv.second;
+      if (routed.count(kv.first().str()))
+        e.routedActivePerToken += kv.second;
+    }
+    r.perFunction.push_back(e);
+  }
+  return r;
+}
+
+void mlir::dsf::printParamReport(const ParamReport &r, llvm::raw_ostream &os) {
+  os << "== parameter report: @" << r.model << " ==\n";
+  os << "parameters: " << withThousands(r.total) << " (" << humanCount(r.total)
+     << "), stored in " << withThousands(r.storedBytes) << " bytes\n";
+  os << "  routed experts: " << withThousands(r.routedTotal) << " (" << humanCount(r.routedTotal)
+     << "), dense: " << withThousands(r.total - r.routedTotal) << " ("
+     << humanCount(r.total - r.routedTotal) << ")\n";
+  for (const auto &e : r.perFunction) {
+    bool both = e.function == "forward";
+    auto line = [&](StringRef what) {
+      os << "active per " << what << " token (@" << e.function << "): "
+         << withThousands((int64_t)std::llround(e.activePerToken)) << " ("
+         << humanCount(e.activePerToken) << "; routed "
+         << humanCount(e.routedActivePerToken) << ")\n";
+    };
+    if (both || e.function == "prefill")
+      line("prefill");
+    if (both || e.function == "decode")
+      line("decode");
+  }
+}

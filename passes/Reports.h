@@ -1,0 +1,61 @@
+//===- Reports.h - KV-cache and parameter reports computed from the IR -----===//
+//
+// Every figure comes from the IR: cache bytes from the formats in the cache
+// and window types, sources from the layer bodies, parameters from the weight
+// declarations and the ops that read them. Nothing is typed in per model.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DSF_PASSES_REPORTS_H
+#define DSF_PASSES_REPORTS_H
+
+#include "dialect/DsfDialect.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::dsf {
+
+struct CacheRow {
+  int64_t layer;        // producing layer
+  CacheKind kind;
+  int64_t ratio, width;
+  QuantAttr format;
+  int64_t entryBytes;   // bytes of one entry
+  double bytesPerToken; // entryBytes / ratio
+  std::vector<int64_t> readers; // layers that read it (the producer included)
+};
+
+struct KvReport {
+  std::string model;
+  std::vector<CacheRow> caches;
+  double globalBytesPerToken = 0;
+  int64_t windows = 0;              // layers with a window
+  int64_t windowBytesPerSequence = 0;
+  std::vector<int64_t> kvSources;   // layers producing compressed KV
+  std::vector<int64_t> indexSources;// layers computing their own top-k
+};
+
+struct ParamReport {
+  std::string model;
+  int64_t total = 0, storedBytes = 0;
+  int64_t routedTotal = 0;
+  struct Entry { std::string function; double activePerToken; double routedActivePerToken; };
+  std::vector<Entry> perFunction;
+};
+
+KvReport computeKvReport(ModelOp model);
+ParamReport computeParamReport(ModelOp model);
+void printKvReport(const KvReport &report, llvm::raw_ostream &os);
+void printParamReport(const ParamReport &report, llvm::raw_ostream &os);
+/// One line per model: global KV per token relative to the first.
+void printKvComparison(const std::vector<KvReport> &reports, llvm::raw_ostream &os);
+
+/// "1,234,567" and "12.3 B"-style helpers shared by the reports.
+std::string withThousands(int64_t v);
+std::string humanCount(double v);
+std::string formatBytes(double v);
+
+} // namespace mlir::dsf
+
+#endif // DSF_PASSES_REPORTS_H
