@@ -1,0 +1,124 @@
+//===- dsf-compile.cpp - the dsf compiler driver ---------------------------===//
+//
+//   dsf-compile MODEL... [--schedule=S] [--emit=dsf] [--report=kv,params] [-o FILE]
+//
+// MODEL is a directory holding config.json, or the file itself. Several
+// models import into one module; with --report=kv their global KV per token
+// is compared. Without --emit, the reports are printed (the main job).
+//
+//===----------------------------------------------------------------------===//
+#include "models/import/GraphBuilder.h"
+#include "models/import/ModelConfig.h"
+#include "models/import/Schedule.h"
+#include "passes/Reports.h"
+#include "tools/RegisterAll.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace llvm;
+
+namespace {
+cl::list<std::string> models(cl::Positional, cl::OneOrMore,
+                             cl::desc("<model dir or config.json>..."));
+cl::opt<std::string> schedule("schedule", cl::desc("Override the layer schedule, e.g. "
+                                                   "'S S (F R R R R R)*3 | (F R R R) (X R R R)*4'"),
+                              cl::value_desc("schedule"));
+cl::opt<std::string> emit("emit", cl::desc("What to print: dsf (the imported IR)"),
+                          cl::value_desc("kind"));
+cl::list<std::string> reports("report", cl::CommaSeparated,
+                              cl::desc("Reports to print: kv, params (default when nothing "
+                                       "is emitted: both)"));
+cl::opt<std::string> output("o", cl::desc("Output file (default: stdout)"),
+                            cl::value_desc("file"), cl::init("-"));
+
+int error(const Twine &msg) {
+  WithColor::error(errs(), "dsf-compile") << msg << "\n";
+  return 1;
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  mlir::registerAsmPrinterCLOptions();
+  mlir::registerMLIRContextCLOptions();
+  cl::ParseCommandLineOptions(argc, argv, "dsf: the DeepSeek-V4-family compiler\n");
+
+  bool wantKv = false, wantParams = false;
+  for (const std::string &r : reports) {
+    if (r == "kv")
+      wantKv = true;
+    else if (r == "params")
+      wantParams = true;
+    else
+      return error("--report: unknown report '" + r + "' (expected kv or params)");
+  }
+  if (!emit.empty() && emit != "dsf")
+    return error("--emit: unknown kind '" + emit + "' (expected dsf)");
+  if (emit.empty() && reports.empty())
+    wantKv = wantParams = true;
+
+  // Read and validate every config before building anything.
+  std::vector<dsf::ModelConfig> configs;
+  for (const std::string &path : models) {
+    Expected<dsf::ModelConfig> config = dsf::loadModelConfig(path);
+    if (!config)
+      return error(toString(config.takeError()));
+    if (!schedule.empty())
+      if (Error e = dsf::applySchedule(*config, schedule))
+        return error(toString(std::move(e)));
+    for (const std::string &what : config->notExpressed)
+      WithColor::warning(errs(), "dsf-compile") << config->source << ": " << what << "\n";
+    for (const std::string &what : config->notes)
+      WithColor::note(errs(), "dsf-compile") << config->source << ": " << what << "\n";
+    configs.push_back(std::move(*config));
+  }
+
+  mlir::DialectRegistry registry;
+  dsf::registerAllDialects(registry);
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  mlir::OpBuilder builder(&context);
+  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::ModuleOp::create(builder.getUnknownLoc());
+  builder.setInsertionPointToEnd(module->getBody());
+  std::set<std::string> names;
+  for (dsf::ModelConfig &config : configs) {
+    // Two models from folders of the same name still need distinct symbols.
+    std::string name = config.name;
+    for (int k = 2; !names.insert(name).second; ++k)
+      name = config.name + "_" + std::to_string(k);
+    config.name = name;
+    auto loc = mlir::FileLineColLoc::get(&context, config.source, 1, 1);
+    dsf::buildModel(builder, loc, config);
+  }
+  if (failed(mlir::verify(*module)))
+    return error("internal error: the imported IR does not verify (diagnostics above)");
+
+  std::string errorMessage;
+  auto out = mlir::openOutputFile(output, &errorMessage);
+  if (!out)
+    return error(errorMessage);
+  if (emit == "dsf")
+    module->print(out->os());
+  std::vector<mlir::dsf::KvReport> kvReports;
+  for (auto model : module->getBody()->getOps<mlir::dsf::ModelOp>()) {
+    if (wantKv) {
+      kvReports.push_back(mlir::dsf::computeKvReport(model));
+      mlir::dsf::printKvReport(kvReports.back(), out->os());
+    }
+    if (wantParams)
+      mlir::dsf::printParamReport(mlir::dsf::computeParamReport(model), out->os());
+  }
+  if (wantKv)
+    mlir::dsf::printKvComparison(kvReports, out->os());
+  out->keep();
+  return 0;
+}
