@@ -27,11 +27,17 @@ bool isBlockArgOf(Value v, Block &block) {
   return arg && arg.getOwner() == &block;
 }
 
+/// "[a, 8, *]": '*' is any size, letters are sizes the op's weights share.
 std::string dimsString(ArrayRef<int64_t> shape) {
   std::string s = "[";
   for (auto [i, d] : llvm::enumerate(shape)) {
     if (i) s += ", ";
-    s += d < 0 ? std::string("*") : std::to_string(d);
+    if (d == kAnyDim)
+      s += "*";
+    else if (d <= kDimVar0)
+      s += char('a' + (kDimVar0 - d));
+    else
+      s += std::to_string(d);
   }
   return s + "]";
 }
@@ -53,7 +59,10 @@ LogicalResult LayerOp::verifyRegions() {
 
   // Every shared value this layer touches must belong to its own ratio.
   int64_t ratio = getRatio();
+  // (A sliding-only layer gets the clearer "window only" message below.)
   auto checkRatio = [&](Value v) -> LogicalResult {
+    if (getAttention() == AttentionKind::sliding)
+      return success();
     if (auto r = sharedRatio(v.getType()); r && *r != ratio)
       return prefix() << "(ratio " << ratio << ") touches " << v.getType()
                       << " of another ratio";
@@ -163,7 +172,7 @@ LogicalResult verifyWeightUses(ModelOp model) {
       if (!ok) {
         user->emitOpError() << u.role << " " << u.symbol << " is declared "
                             << dimsString(shape) << " but this op needs " << dimsString(u.shape)
-                            << " ('*' = any, equal where the op's weights share a size)";
+                            << " ('*': any size; a, b: sizes its weights share)";
         return WalkResult::interrupt();
       }
       bool integral = it->second.getTensorType().getElementType().isInteger(32);
@@ -246,10 +255,6 @@ LogicalResult verifyLayers(ModelOp model, func::FuncOp func) {
       }
     }
     if (kind != AttentionKind::sliding) {
-      if (kind == AttentionKind::csa2 && layer.getMode() != Csa2Mode::full && !lastFull.count(ratio))
-        return layer.emitOpError() << "layer " << i << " (" << stringifyCsa2Mode(*layer.getMode())
-                                   << ", ratio " << ratio
-                                   << ") has no Full layer of its ratio before it";
       if (layer.getMode() == Csa2Mode::full || kind == AttentionKind::csa || kind == AttentionKind::hca)
         lastFull[ratio] = layer;
       bool indexSource = kind == AttentionKind::csa ||

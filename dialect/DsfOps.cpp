@@ -146,7 +146,7 @@ LogicalResult LayerOp::verify() {
   AttentionKind kind = getAttention();
   int64_t ratio = getRatio();
   auto prefix = [&]() { return emitOpError() << "layer " << getIndex() << ": "; };
-  if (getIndex() < 0)
+  if ((int64_t)getIndex() < 0)
     return emitOpError() << "layer index must not be negative";
   if (kind == AttentionKind::sliding && ratio != 0)
     return prefix() << "a sliding-only layer has ratio 0, got " << ratio;
@@ -219,8 +219,6 @@ void GroupedLinearOp::getWeightUses(SmallVectorImpl<WeightUse> &uses) {
 }
 
 LogicalResult RopeOp::verify() {
-  if (getInput().getType() != getResult().getType())
-    return emitOpError() << "result type must equal the input type";
   if (tensorOf(getPositions()).getRank() != 1)
     return emitOpError() << "positions must be a 1-D tensor";
   int64_t width = lastDim(getInput());
@@ -552,8 +550,6 @@ void MoeExpertsOp::getWeightUses(SmallVectorImpl<WeightUse> &uses) {
 }
 
 LogicalResult FfnOp::verify() {
-  if (getInput().getType() != getResult().getType())
-    return emitOpError() << "result type must equal the input type";
   if (getSwigluLimitAttr().getValueAsDouble() <= 0)
     return emitOpError() << "swiglu_limit must be positive";
   return expectShape(*this, "input", getInput(), {kDyn, kDyn});

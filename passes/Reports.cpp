@@ -34,17 +34,18 @@ std::string mlir::dsf::humanCount(double v) {
   return s;
 }
 
-/// Exact when integral, otherwise up to 4 decimals with trailing zeros dropped.
+/// Exact when integral, otherwise up to 4 decimals with trailing zeros
+/// dropped; thousands separated either way ("3,514.25").
 std::string mlir::dsf::formatBytes(double v) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  if (std::floor(v) == v)
-    os << withThousands((int64_t)v);
-  else {
-    os << llvm::format("%.4f", v);
-    while (!s.empty() && s.back() == '0') s.pop_back();
-  }
-  return s;
+  double whole = std::floor(v);
+  std::string s = withThousands((int64_t)whole);
+  if (whole == v)
+    return s;
+  std::string fraction;
+  llvm::raw_string_ostream os(fraction);
+  os << llvm::format("%.4f", v - whole); // "0.2500"
+  while (!fraction.empty() && fraction.back() == '0') fraction.pop_back();
+  return s + fraction.substr(1);
 }
 
 namespace {

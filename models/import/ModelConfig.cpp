@@ -44,6 +44,13 @@ namespace {
 
 Error fail(const Twine &msg) { return createStringError(inconvertibleErrorCode(), msg); }
 
+/// A number as a person writes it: 1e-06, 1.277, 4096.
+std::string numberString(double v) {
+  char buffer[32];
+  snprintf(buffer, sizeof buffer, "%.10g", v);
+  return buffer;
+}
+
 const char *kindName(const json::Value &v) {
   switch (v.kind()) {
   case json::Value::Null: return "null";
@@ -114,7 +121,7 @@ public:
       return dflt;
     }
     if (strictlyPositive && !(*d > 0))
-      report("field '" + key + "' must be positive, got " + formatv("{0}", *d).str());
+      report("field '" + key + "' must be positive, got " + numberString(*d));
     return *d;
   }
   std::optional<std::string> optString(StringRef key) {
@@ -215,10 +222,10 @@ void readRope(const json::Object &o, std::string where, double theta, int64_t di
     y.betaSlow = r.number("beta_slow", 1);
     double attentionFactor = r.number("attention_factor", 1.0);
     if (std::fabs(attentionFactor - 1.0) > 1e-12)
-      r.report(formatv("attention_factor = {0}: V4-family YaRN applies no attention scaling (1.0)",
-                       attentionFactor).str());
+      r.report("attention_factor = " + numberString(attentionFactor) +
+               ": V4-family YaRN applies no attention scaling (1.0)");
     if (y.factor < 1)
-      r.report(formatv("factor = {0}: a YaRN factor is at least 1", y.factor).str());
+      r.report("factor = " + numberString(y.factor) + ": a YaRN factor is at least 1");
     out.yarn = y;
   } else if (type != "default") {
     r.report("rope_type '" + type + "' is not supported (expected default or yarn)");
@@ -431,13 +438,15 @@ Error parseStorage(Reader &r, ModelConfig &c) {
 Expected<ModelConfig> parseModelConfig(StringRef text, StringRef source) {
   Expected<json::Value> parsed = json::parse(text);
   if (!parsed) {
-    // llvm::json reports "[line:col, byte=N]: message".
+    // llvm::json reports "[line:col, byte=N]: message" with a 0-based column;
+    // editors and compilers count columns from 1.
     std::string msg = toString(parsed.takeError());
     std::string where = source.str();
-    if (msg.size() > 1 && msg[0] == '[') {
-      size_t comma = msg.find(','), close = msg.find("]: ");
-      if (comma != std::string::npos && close != std::string::npos) {
-        where += ":" + msg.substr(1, comma - 1);
+    unsigned line = 0, column = 0;
+    if (sscanf(msg.c_str(), "[%u:%u,", &line, &column) == 2) {
+      size_t close = msg.find("]: ");
+      if (close != std::string::npos) {
+        where += ":" + std::to_string(line) + ":" + std::to_string(column + 1);
         msg = msg.substr(close + 3);
       }
     }

@@ -1,0 +1,28 @@
+# -*- Python -*-
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "DSF"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.dsf_obj_root, "test")
+config.excludes = ["Inputs", "unit", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+
+config.substitutions.append(("%models", os.path.join(config.dsf_source_dir, "models")))
+config.substitutions.append(("%golden", config.dsf_golden_dir))
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%test_src", config.test_source_root))
+if os.path.isdir(os.path.join(config.dsf_golden_dir, "v41-tiny")):
+    config.available_features.add("golden")
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+tools = [
+    ToolSubst("dsf-opt", unresolved="fatal"),
+    ToolSubst("dsf-compile", unresolved="fatal"),
+]
+llvm_config.add_tool_substitutions(tools, [config.dsf_tools_dir])
