@@ -11,7 +11,7 @@ set +e
 /usr/lib/llvm-22/bin/lit -sv "$build/test" "$build/test/unit" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
-count() { sed -nE "s/^ +$1: +([0-9]+).*/\1/p" "$log" | head -n1; }
+count() { sed -nE "s/^ +$1 *: +([0-9]+).*/\1/p" "$log" | head -n1; }
 passed=$(count Passed); failed=$(count Failed); unsupported=$(count Unsupported)
 unresolved=$(count Unresolved); timedout=$(count "Timed Out")
 failed=$(( ${failed:-0} + ${unresolved:-0} + ${timedout:-0} ))
