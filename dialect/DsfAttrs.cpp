@@ -209,3 +209,19 @@ LogicalResult RopeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "original_max must be positive";
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// CachePlanAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult CachePlanAttr::verify(function_ref<InFlightDiagnostic()> emitError, Tier live,
+                                    Tier idle, int64_t ttl) {
+  if (live != Tier::device && live != Tier::host)
+    return emitError() << "a live cache is on the device or in host memory, not "
+                       << stringifyTier(live);
+  if (ttl < 0)
+    return emitError() << "ttl must not be negative, got " << ttl;
+  if (idle == Tier::dropped && ttl != 0)
+    return emitError() << "a dropped cache has no ttl";
+  return success();
+}

@@ -72,6 +72,13 @@ def Dsf_CacheKind : I32EnumAttr<"CacheKind", "what a layer-shared cache holds", 
   let genSpecializedAttr = 0;
 }
 
+def Dsf_Tier : I32EnumAttr<"Tier", "where cache bytes live", [
+    I32EnumAttrCase<"device", 0>, I32EnumAttrCase<"host", 1>,
+    I32EnumAttrCase<"ssd", 2>, I32EnumAttrCase<"dropped", 3>]> {
+  let cppNamespace = "::mlir::dsf";
+  let genSpecializedAttr = 0;
+}
+
 //===----------------------------------------------------------------------===//
 // Attributes
 //===----------------------------------------------------------------------===//
@@ -152,6 +159,23 @@ def Dsf_RopeAttr : Dsf_Attr<"Rope", "rope"> {
     OptionalParameter<"std::optional<int64_t>">:$original_max,
     OptionalParameter<"::mlir::FloatAttr">:$beta_fast,
     OptionalParameter<"::mlir::FloatAttr">:$beta_slow);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Dsf_CachePlanAttr : Dsf_Attr<"CachePlan", "cache_plan"> {
+  let summary = "where a cache lives while its sequence is live and when it is idle";
+  let description = [{
+    `live`: the tier while the sequence runs; `idle`: where the cache goes when
+    the sequence ends or pauses (`dropped`: nowhere); `ttl`: seconds it stays
+    there. Written by dsf-plan-cache, carried by the artifact to the runtime.
+
+    ```mlir
+    #dsf.cache_plan<live = device, idle = ssd, ttl = 14400>   // global KV
+    #dsf.cache_plan<live = device, idle = host, ttl = 300>    // a window
+    ```
+  }];
+  let parameters = (ins "::mlir::dsf::Tier":$live, "::mlir::dsf::Tier":$idle, "int64_t":$ttl);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

@@ -278,6 +278,14 @@ LogicalResult ModelOp::verifyRegions() {
     if ((int64_t)*d < 0 || *d > getNumLayers())
       return emitOpError() << "decoder_start " << *d << " is outside [0, " << getNumLayers() << "]";
   }
+  if (auto pool = getCandidatePool()) {
+    if (pool->size() != 3)
+      return emitOpError() << "candidate_pool is [source layer, blocks, block size], got "
+                           << pool->size() << " values";
+    if ((*pool)[0] < 0 || (*pool)[0] >= (int64_t)getNumLayers() || (*pool)[1] < 1 || (*pool)[2] < 1)
+      return emitOpError() << "candidate_pool needs a source layer in [0, " << getNumLayers()
+                           << ") and positive block count and size";
+  }
   for (Operation &op : getBody().front())
     if (!llvm::isa<WeightDeclOp, func::FuncOp>(op))
       return op.emitOpError() << "is not allowed at the top of a dsf.model (weights and functions only)";

@@ -35,7 +35,10 @@ def Dsf_ModelOp : Dsf_Op<"model", [Symbol, SymbolTable, IsolatedFromAbove,
     Holds the `dsf.weight` declarations and the `func.func` entry points of one
     model. `family` is `deepseek_v4` or `deepseek_v41`; for V4.1,
     `decoder_start` is the first layer of the decoder (layers before it form
-    the encoder). The region verifier checks what no single op can: layers in
+    the encoder). `schedule` is the CSA2 schedule the model is meant to run
+    (the config's, or the user's; see dsf-schedule-csa2) and `candidate_pool`
+    = [source layer, blocks, block size] the hierarchical indexer's setting
+    (see dsf-hierarchical-indexer); both are read by passes. The region verifier checks what no single op can: layers in
     order, weight uses against declarations, and the CSA2 sharing rules (a
     consumer reads a producer of its own ratio; a Reuse layer reads the cache
     of a Full layer and the selection of the nearest preceding index source).
@@ -50,7 +53,8 @@ def Dsf_ModelOp : Dsf_Op<"model", [Symbol, SymbolTable, IsolatedFromAbove,
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, StrAttr:$family,
       I64Attr:$vocab_size, I64Attr:$hidden_size, I64Attr:$num_layers,
-      I64Attr:$hc_mult, OptionalAttr<I64Attr>:$decoder_start);
+      I64Attr:$hc_mult, OptionalAttr<I64Attr>:$decoder_start,
+      OptionalAttr<StrAttr>:$schedule, OptionalAttr<DenseI64ArrayAttr>:$candidate_pool);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
   let hasRegionVerifier = 1;

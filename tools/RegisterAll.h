@@ -10,6 +10,7 @@
 
 #include "dialect/DsfDialect.h"
 #include "passes/Passes.h"
+#include "passes/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -21,6 +22,7 @@ inline void registerAllDialects(mlir::DialectRegistry &registry) {
 }
 inline void registerAllPasses() {
   mlir::dsf::registerDsfPasses();
+  mlir::dsf::registerDefaultPipeline();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();

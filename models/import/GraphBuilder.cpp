@@ -2,14 +2,19 @@
 //
 // Emits the forward graph of MODEL.md: for V4, mHC at both sub-blocks with
 // the HC head at the end; for V4.1, the single-pass mHC whose collapse uses
-// the previous site's pre. Shared caches, selections and the candidate pool
-// flow from Full layers to the layers of their group as layer results.
-// Weight symbols are the released checkpoint names.
+// the previous site's pre. Weight symbols are the released checkpoint names.
+//
+// The graph is the model before the V4.1 passes: every compressed V4.1 layer
+// computes its own compressed KV, index keys and top-k (as a Full layer would),
+// and every cache is stored in f32. The model carries the schedule it is meant
+// to run and its candidate pool as attributes; dsf-schedule-csa2 demotes layers
+// to Reindex / Reuse and shares their groups' values, dsf-hierarchical-indexer
+// adds the pool, dsf-quantize-kv the cache formats.
 //
 //===----------------------------------------------------------------------===//
 #include "models/import/GraphBuilder.h"
 
-#include "llvm/ADT/DenseMap.h"
+#include "passes/Schedule.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
@@ -35,31 +40,15 @@ private:
     return RankedTensorType::get(shape, element ? element : f32);
   }
   bool v41() const { return c.family == Family::V41; }
-  QuantAttr kvFormat() const {
-    if (v41()) // NVFP4: E2M1 with an E4M3 scale per 16
-      return QuantAttr::get1D(ctx, ScalarFormat::e2m1, ScaleFormat::e4m3, 16);
-    // V4: FP8 on the non-rope channels (UE8M0 per 64), rope channels in bf16,
-    // rows padded to 8 bytes (584 B at head_dim 512).
-    return QuantAttr::get(ctx, ScalarFormat::e4m3, ScaleFormat::ue8m0, 1, 64, c.mainRope.dims, 8);
-  }
-  QuantAttr indexKeyFormat() const { // MXFP4: E2M1 with a UE8M0 scale per 32
-    return QuantAttr::get1D(ctx, ScalarFormat::e2m1, ScaleFormat::ue8m0, 32);
-  }
-  QuantAttr windowFormat() const {
-    if (v41()) // FP8 on all channels, UE8M0 per 32 (528 B at 512)
-      return QuantAttr::get1D(ctx, ScalarFormat::e4m3, ScaleFormat::ue8m0, 32);
-    return kvFormat();
-  }
+  /// Caches are f32 until dsf-quantize-kv gives them their formats.
+  QuantAttr plainFormat() const { return QuantAttr::getPlain(ctx, ScalarFormat::f32); }
   CacheType kvCache(int64_t ratio) const {
-    return CacheType::get(ctx, CacheKind::kv, ratio, c.headDim, kvFormat());
+    return CacheType::get(ctx, CacheKind::kv, ratio, c.headDim, plainFormat());
   }
   CacheType indexCache(int64_t ratio) const {
-    return CacheType::get(ctx, CacheKind::index_keys, ratio, c.indexDim, indexKeyFormat());
+    return CacheType::get(ctx, CacheKind::index_keys, ratio, c.indexDim, plainFormat());
   }
   TopkType topk(int64_t ratio) const { return TopkType::get(ctx, c.indexTopk, ratio); }
-  PoolType pool() const {
-    return PoolType::get(ctx, c.candidateBlocks, c.candidateBlockSize, 1);
-  }
   RopeAttr ropeAttr(const RopeParams &p) const {
     if (!p.yarn)
       return RopeAttr::get(ctx, b.getF64FloatAttr(p.theta), p.dims, nullptr, std::nullopt,
@@ -126,10 +115,6 @@ private:
   Value rope(Value x, Value pos, RopeAttr r, bool inverse = false) {
     return RopeOp::create(b, loc, x, pos, r, inverse ? b.getUnitAttr() : UnitAttr());
   }
-  Value quantize(Value x, QuantAttr format) {
-    auto t = llvm::cast<RankedTensorType>(x.getType());
-    return QuantizeOp::create(b, loc, QTensorType::get(ctx, t.getShape(), format), x);
-  }
   struct Coeffs { Value pre, post, comb; };
   Coeffs coeffs(Value X, int64_t layer, StringRef site) {
     int64_t n = c.hcMult;
@@ -166,12 +151,6 @@ private:
                               b.getF64FloatAttr(c.rmsEps));
   }
 
-  struct Shared { Value kv, indexKeys, selection, pool; };
-  struct LayerIO {
-    SmallVector<Value> inputs;
-    SmallVector<Type> outputs;
-  };
-
   void buildLayer(int64_t i);
   Value buildMoe(Value z, int64_t i, Value ids, Value image);
 
@@ -183,9 +162,6 @@ private:
   Operation *firstFunc = nullptr;
   // Function-level values.
   Value ids, positions, image, streams, prePrev;
-  // Per ratio, the newest shared values.
-  llvm::DenseMap<int64_t, Shared> shared;
-  Value candidatePool;
 };
 
 Value GraphBuilder::buildMoe(Value z, int64_t i, Value idsArg, Value imageArg) {
@@ -226,15 +202,12 @@ Value GraphBuilder::buildMoe(Value z, int64_t i, Value idsArg, Value imageArg) {
 
 void GraphBuilder::buildLayer(int64_t i) {
   const LayerSpec &l = c.layers[i];
-  int64_t n = c.hcMult, d = c.hidden, h = c.numHeads, hd = c.headDim;
+  int64_t d = c.hidden, h = c.numHeads, hd = c.headDim;
   int64_t r = l.ratio;
-  bool full = l.role == LayerRole::Full, reindex = l.role == LayerRole::Reindex,
-       reuse = l.role == LayerRole::Reuse;
-  bool candidateSource = v41() && i == c.candidateSource;
-  bool withinPool = reindex && r == 1 && candidatePool && i > c.candidateSource;
-  Shared in = shared.lookup(r);
+  // Before dsf-schedule-csa2 every compressed V4.1 layer is Full.
+  bool full = v41() && l.role != LayerRole::Sliding;
+  bool csa = l.role == LayerRole::Csa, hca = l.role == LayerRole::Hca;
 
-  // What the layer reads and yields.
   SmallVector<Value> inputs{streams};
   if (v41())
     inputs.push_back(prePrev);
@@ -242,36 +215,20 @@ void GraphBuilder::buildLayer(int64_t i) {
   bool needsIds = l.hashMoe;
   if (needsIds)
     inputs.push_back(ids);
-  if (c.hasImageBias && !l.hashMoe)
+  bool needsImage = c.hasImageBias && !l.hashMoe;
+  if (needsImage)
     inputs.push_back(image);
-  size_t firstShared = inputs.size();
-  if (reindex) {
-    inputs.push_back(in.kv);
-    inputs.push_back(in.indexKeys);
-    if (withinPool)
-      inputs.push_back(candidatePool);
-  } else if (reuse) {
-    inputs.push_back(in.kv);
-    inputs.push_back(in.selection);
-  }
   SmallVector<Type> outputs{streams.getType()};
   if (v41())
     outputs.push_back(prePrev.getType());
-  if (full) {
-    outputs.append({kvCache(r), indexCache(r), topk(r)});
-    if (candidateSource)
-      outputs.push_back(pool());
-  } else if (reindex) {
-    outputs.push_back(topk(r));
-  }
 
   AttentionKind kind = l.role == LayerRole::Sliding ? AttentionKind::sliding
-                       : l.role == LayerRole::Csa   ? AttentionKind::csa
-                       : l.role == LayerRole::Hca   ? AttentionKind::hca
+                       : csa                        ? AttentionKind::csa
+                       : hca                        ? AttentionKind::hca
                                                     : AttentionKind::csa2;
   std::optional<Csa2Mode> mode;
   if (kind == AttentionKind::csa2)
-    mode = full ? Csa2Mode::full : reindex ? Csa2Mode::reindex : Csa2Mode::reuse;
+    mode = Csa2Mode::full;
   std::optional<Stage> stage;
   if (v41())
     stage = i < c.decoderStart ? Stage::encoder : Stage::decoder;
@@ -285,18 +242,7 @@ void GraphBuilder::buildLayer(int64_t i) {
   Value pre = v41() ? body.getArgument(arg++) : Value();
   Value pos = body.getArgument(arg++);
   Value idsArg = needsIds ? body.getArgument(arg++) : Value();
-  Value imageArg = (c.hasImageBias && !l.hashMoe) ? body.getArgument(arg++) : Value();
-  (void)firstShared;
-  Shared local;
-  if (reindex) {
-    local.kv = body.getArgument(arg++);
-    local.indexKeys = body.getArgument(arg++);
-    if (withinPool)
-      local.pool = body.getArgument(arg++);
-  } else if (reuse) {
-    local.kv = body.getArgument(arg++);
-    local.selection = body.getArgument(arg++);
-  }
+  Value imageArg = needsImage ? body.getArgument(arg++) : Value();
   RopeAttr layerRope = ropeAttr(r > 0 ? c.compressRope : c.mainRope);
 
   // --- attention sub-block ----------------------------------------------
@@ -311,51 +257,39 @@ void GraphBuilder::buildLayer(int64_t i) {
   Value kv = norm(linear(x, layerName(i, "attn.wkv.weight"), {hd}, Storage::Dense),
                   layerName(i, "attn.kv_norm.weight"));
   kv = rope(kv, pos, layerRope);
-  auto windowType = WindowType::get(ctx, c.window, hd, windowFormat());
-  Value window = WindowWriteOp::create(b, loc, windowType, quantize(kv, windowFormat()));
+  Value window = WindowWriteOp::create(b, loc, WindowType::get(ctx, c.window, hd, plainFormat()), kv);
 
-  Value cache, selection, madePool, madeKeys;
-  if (full || l.role == LayerRole::Csa || l.role == LayerRole::Hca) {
-    CompressorKind ck = l.role == LayerRole::Csa   ? CompressorKind::overlap
-                        : l.role == LayerRole::Hca ? CompressorKind::pool
-                        : r == 2                   ? CompressorKind::pair
-                                                   : CompressorKind::project;
+  Value cache, keys, selection;
+  if (full || csa || hca) {
+    CompressorKind ck = csa ? CompressorKind::overlap
+                        : hca ? CompressorKind::pool
+                        : r == 2 ? CompressorKind::pair
+                                 : CompressorKind::project;
     Value latent = compressor(x, i, "attn.compressor", ck, r, hd);
     Value entryPos = EntryPositionsOp::create(b, loc, pos, b.getI64IntegerAttr(r));
     if (full) {
       // V4.1: index keys from the same latent, before its rope.
-      Value keys = norm(linear(latent, layerName(i, "attn.indexer.wk.weight"), {c.indexDim},
-                               Storage::Plain),
-                        layerName(i, "attn.indexer.k_norm.weight"));
-      keys = quantize(rope(keys, entryPos, layerRope), indexKeyFormat());
-      madeKeys = CacheWriteOp::create(b, loc, indexCache(r), keys);
-    } else if (l.role == LayerRole::Csa) {
+      Value k = norm(linear(latent, layerName(i, "attn.indexer.wk.weight"), {c.indexDim},
+                            Storage::Plain),
+                     layerName(i, "attn.indexer.k_norm.weight"));
+      keys = CacheWriteOp::create(b, loc, indexCache(r), rope(k, entryPos, layerRope));
+    } else if (csa) {
       // V4: the indexer has its own overlapping compressor.
-      Value keys = compressor(x, i, "attn.indexer.compressor", CompressorKind::overlap, r, c.indexDim);
-      keys = quantize(rope(keys, entryPos, layerRope), indexKeyFormat());
-      madeKeys = CacheWriteOp::create(b, loc, indexCache(r), keys);
+      Value k = compressor(x, i, "attn.indexer.compressor", CompressorKind::overlap, r, c.indexDim);
+      keys = CacheWriteOp::create(b, loc, indexCache(r), rope(k, entryPos, layerRope));
     }
-    cache = CacheWriteOp::create(b, loc, kvCache(r), quantize(rope(latent, entryPos, layerRope), kvFormat()));
-  } else if (reindex || reuse) {
-    cache = local.kv;
-    madeKeys = local.indexKeys;
-    selection = local.selection;
+    cache = CacheWriteOp::create(b, loc, kvCache(r), rope(latent, entryPos, layerRope));
   }
-
-  if (full || reindex || l.role == LayerRole::Csa) {
+  if (keys) {
     Value qi = rope(linear(qr, layerName(i, "attn.indexer.wq_b.weight"), {c.indexHeads, c.indexDim},
                            Storage::Dense),
                     pos, layerRope);
-    if (v41()) // index queries are MXFP4-rounded before scoring
-      qi = DequantizeOp::create(b, loc, qi.getType(), quantize(qi, indexKeyFormat()));
     Value w = linear(x, layerName(i, "attn.indexer.weights_proj.weight"), {c.indexHeads},
                      Storage::Plain);
     double scale = 1.0 / std::sqrt(double(c.indexHeads) * double(c.indexDim));
-    auto idx = IndexTopkOp::create(b, loc, topk(r), candidateSource ? Type(pool()) : Type(), qi, w,
-                                   madeKeys, local.pool, b.getI64IntegerAttr(c.indexTopk),
-                                   b.getF64FloatAttr(scale));
-    selection = idx.getSelection();
-    madePool = idx.getCandidatePool();
+    selection = IndexTopkOp::create(b, loc, topk(r), Type(), qi, w, keys, Value(),
+                                    b.getI64IntegerAttr(c.indexTopk), b.getF64FloatAttr(scale))
+                    .getSelection();
   }
 
   Value o = AttentionOp::create(b, loc, q.getType(), q, window, cache, selection,
@@ -379,32 +313,12 @@ void GraphBuilder::buildLayer(int64_t i) {
   SmallVector<Value> yields{X3};
   if (v41())
     yields.push_back(f.pre); // the next site collapses with this site's pre
-  if (full) {
-    yields.append({cache, madeKeys, selection});
-    if (candidateSource)
-      yields.push_back(madePool);
-  } else if (reindex) {
-    yields.push_back(selection);
-  }
   YieldOp::create(b, loc, yields);
-  (void)n;
 
-  // Outside: the new streams and what later layers share.
   b.setInsertionPointAfter(layer);
-  size_t out = 0;
-  streams = layer.getResult(out++);
+  streams = layer.getResult(0);
   if (v41())
-    prePrev = layer.getResult(out++);
-  if (full) {
-    Shared &s = shared[r];
-    s.kv = layer.getResult(out++);
-    s.indexKeys = layer.getResult(out++);
-    s.selection = layer.getResult(out++);
-    if (candidateSource)
-      candidatePool = layer.getResult(out++);
-  } else if (reindex) {
-    shared[r].selection = layer.getResult(out++);
-  }
+    prePrev = layer.getResult(1);
 }
 
 ModelOp GraphBuilder::build() {
@@ -412,11 +326,22 @@ ModelOp GraphBuilder::build() {
   std::optional<int64_t> decoderStart;
   if (v41())
     decoderStart = c.decoderStart;
+  StringAttr schedule;
+  DenseI64ArrayAttr pool;
+  if (v41()) {
+    std::vector<char> letters;
+    for (const LayerSpec &l : c.layers)
+      letters.push_back(roleLetter(l.role)[0]);
+    schedule = b.getStringAttr(formatSchedule(letters, c.decoderStart));
+    if (c.candidateSource >= 0)
+      pool = b.getDenseI64ArrayAttr({c.candidateSource, c.candidateBlocks, c.candidateBlockSize});
+  }
   auto model = ModelOp::create(b, loc, b.getStringAttr(c.name),
                                b.getStringAttr(v41() ? "deepseek_v41" : "deepseek_v4"),
                                b.getI64IntegerAttr(c.vocab), b.getI64IntegerAttr(c.hidden),
                                b.getI64IntegerAttr(c.numLayers), b.getI64IntegerAttr(c.hcMult),
-                               decoderStart ? b.getI64IntegerAttr(*decoderStart) : IntegerAttr());
+                               decoderStart ? b.getI64IntegerAttr(*decoderStart) : IntegerAttr(),
+                               schedule, pool);
   Block *body = new Block();
   model.getBody().push_back(body);
   OpBuilder::InsertionGuard guard(b);

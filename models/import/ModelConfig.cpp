@@ -12,7 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "models/import/ModelConfig.h"
-#include "models/import/Schedule.h"
+#include "passes/Schedule.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
@@ -657,6 +657,69 @@ Error validateModelConfig(const ModelConfig &c) {
                          c.indexTopk, c.candidateBlocks, c.candidateBlockSize, capacity).str());
   }
   return Error::success();
+}
+
+Error applySchedule(ModelConfig &c, StringRef text) {
+  Expected<ParsedSchedule> parsed = parseSchedule(text);
+  if (!parsed)
+    return parsed.takeError();
+  auto fail = [&](const Twine &msg) {
+    return createStringError(inconvertibleErrorCode(), "--schedule: " + msg);
+  };
+  if ((int64_t)parsed->letters.size() != c.numLayers)
+    return fail("describes " + Twine(parsed->letters.size()) + " layers but " + c.source +
+                " has num_hidden_layers = " + Twine(c.numLayers));
+  bool v41 = c.family == Family::V41;
+  if (!v41 && parsed->split >= 0)
+    return fail("a deepseek_v4 model has no encoder/decoder split ('|')");
+  for (auto [i, letter] : llvm::enumerate(parsed->letters)) {
+    bool ok = letter == 'S' || (v41 ? StringRef("FXR").contains(letter)
+                                    : StringRef("CH").contains(letter));
+    if (!ok)
+      return fail(formatv("column {0}: layer {1} is '{2}', but a {3} model takes {4}",
+                          parsed->columns[i], i, letter, v41 ? "deepseek_v41" : "deepseek_v4",
+                          v41 ? "S, F, X or R" : "S, C or H").str());
+  }
+
+  int64_t split = v41 ? (parsed->split >= 0 ? parsed->split : c.numLayers) : -1;
+  for (auto [i, letter] : llvm::enumerate(parsed->letters)) {
+    LayerSpec &l = c.layers[i];
+    bool decoder = v41 && (int64_t)i >= split;
+    switch (letter) {
+    case 'S': l.role = LayerRole::Sliding; l.ratio = 0; break;
+    case 'C': l.role = LayerRole::Csa; l.ratio = c.csaRatio; break;
+    case 'H': l.role = LayerRole::Hca; l.ratio = c.hcaRatio; break;
+    case 'F': l.role = LayerRole::Full; l.ratio = decoder ? 1 : 2; break;
+    case 'X': l.role = LayerRole::Reindex; l.ratio = decoder ? 1 : 2; break;
+    case 'R': l.role = LayerRole::Reuse; l.ratio = decoder ? 1 : 2; break;
+    }
+  }
+  if (v41) {
+    c.decoderStart = split;
+    // The candidate pool stays on the config's source while it is still a
+    // decoder Full layer; otherwise it moves to the first decoder Full layer.
+    if (c.candidateSource >= 0) {
+      const LayerSpec &src = c.layers[c.candidateSource];
+      if (src.role != LayerRole::Full || src.ratio != 1) {
+        int64_t moved = -1;
+        for (int64_t i = split; i < c.numLayers && moved < 0; ++i)
+          if (c.layers[i].role == LayerRole::Full)
+            moved = i;
+        c.notes.push_back(moved >= 0
+                              ? formatv("the candidate pool moves from layer {0} to layer {1}, the "
+                                        "first Full layer of the decoder in this schedule",
+                                        c.candidateSource, moved).str()
+                              : formatv("the candidate pool (layer {0}) is dropped: this schedule "
+                                        "has no Full layer in the decoder", c.candidateSource).str());
+        c.candidateSource = moved;
+      }
+    }
+  }
+  std::string source = c.source;
+  c.source = "--schedule '" + text.str() + "'";
+  Error e = validateModelConfig(c);
+  c.source = source;
+  return e;
 }
 
 } // namespace dsf

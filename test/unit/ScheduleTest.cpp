@@ -1,5 +1,5 @@
 //===- ScheduleTest.cpp - the layer-schedule syntax ------------------------===//
-#include "models/import/Schedule.h"
+#include "passes/Schedule.h"
 
 #include "gtest/gtest.h"
 
@@ -62,7 +62,10 @@ TEST(ScheduleTest, FormatParsesBackToTheSameLayers) {
     EXPECT_EQ(letters(*again), letters(*s)) << formatted;
     EXPECT_EQ(again->split, s->split) << formatted;
   }
-  auto flash = parseSchedule("S S (C H)*20 C");
-  EXPECT_EQ(formatSchedule(flash->letters, flash->split), "S*2 (C H)*20 C");
+  for (const char *canonical : {"S S (C H)*20 C", "S S (F R R R R R)*3 | (F R R R) (X R R R)*4",
+                                "S*3 (F R)*2 | (F R R R)"}) {
+    auto s = parseSchedule(canonical);
+    EXPECT_EQ(formatSchedule(s->letters, s->split), canonical);
+  }
 }
 } // namespace

@@ -1,15 +1,19 @@
 //===- dsf-compile.cpp - the dsf compiler driver ---------------------------===//
 //
-//   dsf-compile MODEL... [--schedule=S] [--emit=dsf] [--report=kv,params] [-o FILE]
+//   dsf-compile MODEL... [--schedule=S] [--emit=dsf|import] [--report=...] [-o FILE]
 //
 // MODEL is a directory holding config.json, or the file itself. Several
 // models import into one module; with --report=kv their global KV per token
-// is compared. Without --emit, the reports are printed (the main job).
+// is compared. The default pipeline (passes/Pipelines.cpp) runs after import;
+// --print-pipeline shows it, --mlir-print-ir-after-all and the other
+// mlir-opt pass-manager flags apply. Without --emit, the reports are printed
+// (the main job).
 //
 //===----------------------------------------------------------------------===//
 #include "models/import/GraphBuilder.h"
 #include "models/import/ModelConfig.h"
-#include "models/import/Schedule.h"
+#include "passes/Schedule.h"
+#include "passes/Pipelines.h"
 #include "passes/Reports.h"
 #include "tools/RegisterAll.h"
 
@@ -18,6 +22,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -32,8 +37,23 @@ cl::list<std::string> models(cl::Positional, cl::OneOrMore,
 cl::opt<std::string> schedule("schedule", cl::desc("Override the layer schedule, e.g. "
                                                    "'S S (F R R R R R)*3 | (F R R R) (X R R R)*4'"),
                               cl::value_desc("schedule"));
-cl::opt<std::string> emit("emit", cl::desc("What to print: dsf (the imported IR)"),
+cl::opt<std::string> emit("emit",
+                          cl::desc("What to print: dsf (after the pipeline), import (before it)"),
                           cl::value_desc("kind"));
+cl::opt<bool> printPipeline("print-pipeline", cl::desc("Print the pass pipeline and exit"));
+cl::opt<bool> noKvQuant("no-kv-quant", cl::desc("Store every cache in f32 (dsf-quantize-kv off=true)"));
+cl::opt<double> kvBudget("kv-budget",
+                         cl::desc("Let dsf-schedule-csa2 choose a schedule within this many "
+                                  "global-KV bytes per token"),
+                         cl::init(0));
+cl::opt<int64_t> maxIndexSources("max-index-sources",
+                                 cl::desc("With --kv-budget: at most this many index sources"),
+                                 cl::init(0));
+cl::opt<int64_t> poolBlocks("candidate-blocks",
+                            cl::desc("Candidate-pool blocks (0: the config's; -1: no pool)"),
+                            cl::init(0));
+cl::opt<int64_t> poolBlockSize("candidate-block-size",
+                               cl::desc("Candidate-pool block size (0: the config's)"), cl::init(0));
 cl::list<std::string> reports("report", cl::CommaSeparated,
                               cl::desc("Reports to print: kv, params (default when nothing "
                                        "is emitted: both)"));
@@ -50,6 +70,7 @@ int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
+  mlir::registerPassManagerCLOptions();
   cl::ParseCommandLineOptions(argc, argv, "dsf: the DeepSeek-V4-family compiler\n");
 
   bool wantKv = false, wantParams = false;
@@ -61,8 +82,22 @@ int main(int argc, char **argv) {
     else
       return error("--report: unknown report '" + r + "' (expected kv or params)");
   }
-  if (!emit.empty() && emit != "dsf")
-    return error("--emit: unknown kind '" + emit + "' (expected dsf)");
+  if (!emit.empty() && emit != "dsf" && emit != "import")
+    return error("--emit: unknown kind '" + emit + "' (expected dsf or import)");
+
+  mlir::dsf::PipelineOptions pipelineOptions;
+  pipelineOptions.kvQuant = !noKvQuant;
+  pipelineOptions.kvBudget = kvBudget;
+  pipelineOptions.maxIndexSources = maxIndexSources;
+  pipelineOptions.poolBlocks = poolBlocks;
+  pipelineOptions.poolBlockSize = poolBlockSize;
+  if (printPipeline) {
+    mlir::OpPassManager pm(mlir::ModuleOp::getOperationName());
+    mlir::dsf::buildDefaultPipeline(pm, pipelineOptions);
+    pm.printAsTextualPipeline(outs());
+    outs() << "\n";
+    return 0;
+  }
   if (emit.empty() && reports.empty())
     wantKv = wantParams = true;
 
@@ -101,12 +136,20 @@ int main(int argc, char **argv) {
   }
   if (failed(mlir::verify(*module)))
     return error("internal error: the imported IR does not verify (diagnostics above)");
+  if (emit != "import") {
+    mlir::PassManager pm(&context);
+    if (failed(mlir::applyPassManagerCLOptions(pm)))
+      return error("bad pass-manager options");
+    mlir::dsf::buildDefaultPipeline(pm, pipelineOptions);
+    if (failed(pm.run(*module)))
+      return error("the pass pipeline failed (diagnostics above)");
+  }
 
   std::string errorMessage;
   auto out = mlir::openOutputFile(output, &errorMessage);
   if (!out)
     return error(errorMessage);
-  if (emit == "dsf")
+  if (!emit.empty())
     module->print(out->os());
   std::vector<mlir::dsf::KvReport> kvReports;
   for (auto model : module->getBody()->getOps<mlir::dsf::ModelOp>()) {

@@ -12,8 +12,8 @@
 // 'S S (C H)*20 C'.
 //
 //===----------------------------------------------------------------------===//
-#ifndef DSF_MODELS_IMPORT_SCHEDULE_H
-#define DSF_MODELS_IMPORT_SCHEDULE_H
+#ifndef DSF_PASSES_SCHEDULE_H
+#define DSF_PASSES_SCHEDULE_H
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -36,4 +36,4 @@ std::string formatSchedule(const std::vector<char> &letters, int64_t split);
 
 } // namespace dsf
 
-#endif // DSF_MODELS_IMPORT_SCHEDULE_H
+#endif // DSF_PASSES_SCHEDULE_H
