@@ -51,13 +51,10 @@ struct HierarchicalIndexerPass : impl::HierarchicalIndexerBase<HierarchicalIndex
     for (LayerOp &layer : layers)
       for (auto idx : llvm::to_vector(layer.getBodyBlock().getOps<IndexTopkOp>()))
         if (Value pool = idx.getCandidatePool()) {
-          int64_t r = resultIndexOf(layer, pool);
-          recreateIndexer(idx, idx.getWithin(), Type());
-          // The pool is no longer yielded: drop that result.
-          auto yield = llvm::cast<YieldOp>(layer.getBodyBlock().getTerminator());
-          (void)yield;
-          if (r >= 0)
+          // Stop yielding the pool (its readers are gone), then stop making it.
+          if (int64_t r = resultIndexOf(layer, pool); r >= 0)
             layer = rebuildLayer(layer, {}, {}, nullptr, {}, {(unsigned)r});
+          recreateIndexer(idx, idx.getWithin(), Type());
         }
   }
 

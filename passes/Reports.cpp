@@ -72,6 +72,10 @@ void collectReaders(Value v, std::set<int64_t> &readers) {
 KvReport mlir::dsf::computeKvReport(ModelOp model) {
   KvReport r;
   r.model = model.getSymName().str();
+  if (auto schedule = model.getSchedule())
+    r.schedule = schedule->str();
+  if (auto source = model->getAttrOfType<StringAttr>("schedule_source"))
+    r.scheduleSource = source.str();
   std::set<int64_t> kvSources, indexSources;
   model.walk([&](Operation *op) {
     if (auto w = llvm::dyn_cast<CacheWriteOp>(op)) {
@@ -128,6 +132,9 @@ static std::string rangesString(const std::vector<int64_t> &v) {
 
 void mlir::dsf::printKvReport(const KvReport &r, llvm::raw_ostream &os) {
   os << "== KV report: @" << r.model << " ==\n";
+  if (!r.schedule.empty())
+    os << "schedule: " << r.schedule
+       << (r.scheduleSource.empty() ? "" : "  (" + r.scheduleSource + ")") << "\n";
   os << "global caches (bytes per token = entry bytes / ratio):\n";
   for (const CacheRow &c : r.caches) {
     std::string fmt;
@@ -235,4 +242,117 @@ void mlir::dsf::printParamReport(const ParamReport &r, llvm::raw_ostream &os) {
     if (both || e.function == "decode")
       line("decode");
   }
+}
+
+TierReport mlir::dsf::computeTierReport(ModelOp model) {
+  TierReport r;
+  r.model = model.getSymName().str();
+  r.planned = true;
+  model.walk([&](Operation *op) {
+    if (!llvm::isa<CacheWriteOp, WindowWriteOp>(op))
+      return;
+    auto plan = op->getAttrOfType<CachePlanAttr>("plan");
+    if (!plan) {
+      r.planned = false;
+      return;
+    }
+    if (auto w = llvm::dyn_cast<CacheWriteOp>(op)) {
+      auto t = llvm::cast<CacheType>(w.getCache().getType());
+      double perToken = double(t.getEntryBytes()) / t.getRatio();
+      if (plan.getLive() == Tier::device)
+        r.deviceBytesPerToken += perToken;
+      if (plan.getIdle() == Tier::ssd) {
+        r.ssdBytesPerToken += perToken;
+        r.globalTtl = plan.getTtl();
+      }
+    } else {
+      auto t = llvm::cast<WindowType>(llvm::cast<WindowWriteOp>(op).getWindow().getType());
+      int64_t bytes = t.getSize() * t.getFormat().getRowBytes(t.getWidth());
+      if (plan.getLive() == Tier::device)
+        r.deviceWindowBytes += bytes;
+      if (plan.getIdle() == Tier::host) {
+        r.hostWindowBytes += bytes;
+        r.windowTtl = plan.getTtl();
+      }
+    }
+  });
+  return r;
+}
+
+void mlir::dsf::printTierReport(const TierReport &r, llvm::raw_ostream &os) {
+  os << "== tier report: @" << r.model << " ==\n";
+  if (!r.planned) {
+    os << "no cache plans (run dsf-plan-cache)\n";
+    return;
+  }
+  os << "device (live sequence): " << formatBytes(r.deviceBytesPerToken)
+     << " bytes per token of global KV + " << withThousands(r.deviceWindowBytes)
+     << " bytes of windows per sequence\n";
+  os << "host DRAM pool (idle sequence, ttl " << r.windowTtl
+     << " s): " << withThousands(r.hostWindowBytes) << " bytes of windows per sequence\n";
+  os << "SSD prefix cache (ttl " << r.globalTtl << " s): " << formatBytes(r.ssdBytesPerToken)
+     << " bytes per token; windows are never persisted (rebuilt by replay)\n";
+  for (int64_t ctx : {4096, 65536, 1048576})
+    os << "  persisted at " << withThousands(ctx) << " tokens: "
+       << formatBytes(r.ssdBytesPerToken * ctx) << " bytes\n";
+}
+
+void mlir::dsf::printTierComparison(const std::vector<TierReport> &reports,
+                                    llvm::raw_ostream &os) {
+  if (reports.size() < 2 || reports.front().ssdBytesPerToken == 0)
+    return;
+  const TierReport &base = reports.front();
+  os << "== persistent footprint (relative to @" << base.model << ") ==\n";
+  for (const TierReport &r : reports)
+    os << llvm::format("  @%-28s %10s B/token on SSD  x%.3f\n", r.model.c_str(),
+                       formatBytes(r.ssdBytesPerToken).c_str(),
+                       r.ssdBytesPerToken / base.ssdBytesPerToken);
+}
+
+IndexerReport mlir::dsf::computeIndexerReport(ModelOp model, ArrayRef<int64_t> contexts) {
+  IndexerReport r;
+  r.model = model.getSymName().str();
+  SmallVector<IndexTopkOp> indexers;
+  model.walk([&](IndexTopkOp op) { indexers.push_back(op); });
+  for (IndexTopkOp op : indexers)
+    if (Value pool = op.getWithin())
+      r.poolCapacity = llvm::cast<PoolType>(pool.getType()).getCapacity();
+  for (int64_t ctx : contexts) {
+    IndexerReport::Point p{ctx, 0, 0, 0, 0};
+    for (IndexTopkOp op : indexers) {
+      auto keys = llvm::cast<CacheType>(op.getKeys().getType());
+      auto q = llvm::cast<RankedTensorType>(op.getQueries().getType());
+      int64_t heads = q.getDimSize(1), dim = q.getDimSize(2);
+      double visible = double(ctx) / keys.getRatio();
+      // Per scored entry: its key row read, heads x dim MACs, ReLU and the
+      // weighted sum over heads.
+      double rowBytes = keys.getEntryBytes();
+      double flopsPerEntry = 2.0 * heads * dim + 3.0 * heads;
+      double scored = visible;
+      if (Value pool = op.getWithin())
+        scored = std::min<double>(visible, llvm::cast<PoolType>(pool.getType()).getCapacity());
+      p.bytes += scored * rowBytes;
+      p.flops += scored * flopsPerEntry;
+      if (op.getCandidatePool()) // block maxima over the scores: one compare per entry
+        p.flops += visible;
+      p.flatBytes += visible * rowBytes;
+      p.flatFlops += visible * flopsPerEntry;
+    }
+    r.points.push_back(p);
+  }
+  return r;
+}
+
+void mlir::dsf::printIndexerReport(const IndexerReport &r, llvm::raw_ostream &os) {
+  os << "== indexer report: @" << r.model << " (per query token, all index sources) ==\n";
+  if (r.poolCapacity)
+    os << "candidate pool: " << withThousands(r.poolCapacity) << " entries\n";
+  else
+    os << "no candidate pool: every index source scores all visible entries\n";
+  for (const auto &p : r.points)
+    os << llvm::format("  context %9s: %s bytes, %s FLOP;  without a pool: %s bytes, %s FLOP "
+                       "(x%.2f bytes)\n",
+                       withThousands(p.context).c_str(), humanCount(p.bytes).c_str(),
+                       humanCount(p.flops).c_str(), humanCount(p.flatBytes).c_str(),
+                       humanCount(p.flatFlops).c_str(), p.flatBytes / p.bytes);
 }

@@ -28,6 +28,7 @@ struct CacheRow {
 
 struct KvReport {
   std::string model;
+  std::string schedule, scheduleSource; // the model's CSA2 schedule, if any
   std::vector<CacheRow> caches;
   double globalBytesPerToken = 0;
   int64_t windows = 0;              // layers with a window
@@ -44,7 +45,33 @@ struct ParamReport {
   std::vector<Entry> perFunction;
 };
 
+/// Where the cache bytes live, from the #dsf.cache_plan of every write.
+struct TierReport {
+  std::string model;
+  bool planned = false;          // every cache has a plan
+  double deviceBytesPerToken = 0;   // global caches on the device while live
+  int64_t deviceWindowBytes = 0;    // windows on the device, per live sequence
+  int64_t hostWindowBytes = 0;      // windows in the host pool, per idle sequence
+  double ssdBytesPerToken = 0;      // global caches persisted
+  int64_t windowTtl = 0, globalTtl = 0;
+};
+
+/// Indexer cost per query token at a context length, with the IR's candidate
+/// pool and with every index source scoring all visible entries.
+struct IndexerReport {
+  std::string model;
+  int64_t poolCapacity = 0; // 0: no pool in the IR
+  struct Point { int64_t context; double bytes, flops, flatBytes, flatFlops; };
+  std::vector<Point> points;
+};
+
 KvReport computeKvReport(ModelOp model);
+TierReport computeTierReport(ModelOp model);
+IndexerReport computeIndexerReport(ModelOp model, ArrayRef<int64_t> contexts);
+void printTierReport(const TierReport &report, llvm::raw_ostream &os);
+void printIndexerReport(const IndexerReport &report, llvm::raw_ostream &os);
+/// Persistent bytes per token of each model relative to the first.
+void printTierComparison(const std::vector<TierReport> &reports, llvm::raw_ostream &os);
 ParamReport computeParamReport(ModelOp model);
 void printKvReport(const KvReport &report, llvm::raw_ostream &os);
 void printParamReport(const ParamReport &report, llvm::raw_ostream &os);

@@ -17,6 +17,12 @@ using llvm::formatv;
 using ::dsf::formatSchedule;
 using ::dsf::parseSchedule;
 
+std::string number(double v) {
+  char buffer[32];
+  snprintf(buffer, sizeof buffer, "%g", v);
+  return buffer;
+}
+
 /// Global-KV bytes per token a Full layer of this ratio costs (its compressed
 /// KV and index keys, in their current formats).
 struct RatioInfo {
@@ -36,10 +42,10 @@ FailureOr<std::vector<char>> chooseSchedule(ModelOp model, ArrayRef<LayerOp> lay
     cost += info.fullCost;
   }
   if (cost > budget)
-    return model.emitOpError() << formatv(
-               "kv-budget {0} B/token is below the smallest legal schedule (one Full layer per "
-               "ratio): {1} B/token",
-               budget, cost).str();
+    return model.emitOpError() << "kv-budget " << number(budget)
+                               << " B/token is below the smallest legal schedule (one Full layer "
+                                  "per ratio): "
+                               << number(cost) << " B/token";
   while (true) {
     int64_t best = -1;
     for (auto &[ratio, info] : ratios) {
@@ -86,8 +92,9 @@ FailureOr<std::vector<char>> chooseSchedule(ModelOp model, ArrayRef<LayerOp> lay
     if (maxIndexSources < indexSources)
       return model.emitOpError() << "max-index-sources " << maxIndexSources << " is below the "
                                  << indexSources << " Full layers the budget buys";
-    // Reindex layers per group, given one at a time to the group whose index
-    // runs are longest (decoder groups first on ties, as they come first).
+    // Reindex layers per group, given one at a time to the group whose runs
+    // of layers reading one selection are longest. Decoder runs count double:
+    // a decoder Reindex layer scores only the candidate pool, so it is cheap.
     std::vector<int64_t> extra(groupsInOrder.size(), 0);
     for (int64_t left = maxIndexSources - indexSources; left > 0; --left) {
       int64_t best = -1;
@@ -96,7 +103,8 @@ FailureOr<std::vector<char>> chooseSchedule(ModelOp model, ArrayRef<LayerOp> lay
         int64_t size = groupsInOrder[g].size();
         if (extra[g] + 1 >= size)
           continue;
-        double run = double(size) / (extra[g] + 1);
+        double weight = LayerOp(layers[groupsInOrder[g].front()]).getRatio() == 1 ? 2.0 : 1.0;
+        double run = weight * double(size) / (extra[g] + 1);
         if (run > bestRun + 1e-9) {
           bestRun = run;
           best = g;
@@ -173,11 +181,10 @@ struct ScheduleCsa2Pass : impl::ScheduleCsa2Base<ScheduleCsa2Pass> {
       if (failed(chosen))
         return failure();
       target = *chosen;
-      source = formatv("chosen for kv-budget {0} B/token{1}", kvBudget,
-                       maxIndexSources > 0
-                           ? formatv(", at most {0} index sources", maxIndexSources).str()
-                           : std::string())
-                   .str();
+      source = "chosen for kv-budget " + number(kvBudget) + " B/token" +
+               (maxIndexSources > 0
+                    ? ", at most " + std::to_string(maxIndexSources) + " index sources"
+                    : std::string());
     } else {
       std::string text = !schedule.empty() ? std::string(schedule)
                          : model.getSchedule() ? model.getSchedule()->str()

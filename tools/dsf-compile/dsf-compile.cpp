@@ -55,8 +55,8 @@ cl::opt<int64_t> poolBlocks("candidate-blocks",
 cl::opt<int64_t> poolBlockSize("candidate-block-size",
                                cl::desc("Candidate-pool block size (0: the config's)"), cl::init(0));
 cl::list<std::string> reports("report", cl::CommaSeparated,
-                              cl::desc("Reports to print: kv, params (default when nothing "
-                                       "is emitted: both)"));
+                              cl::desc("Reports to print: kv, params, tiers, indexer (default "
+                                       "when nothing is emitted: kv and params)"));
 cl::opt<std::string> output("o", cl::desc("Output file (default: stdout)"),
                             cl::value_desc("file"), cl::init("-"));
 
@@ -73,14 +73,19 @@ int main(int argc, char **argv) {
   mlir::registerPassManagerCLOptions();
   cl::ParseCommandLineOptions(argc, argv, "dsf: the DeepSeek-V4-family compiler\n");
 
-  bool wantKv = false, wantParams = false;
+  bool wantKv = false, wantParams = false, wantTiers = false, wantIndexer = false;
   for (const std::string &r : reports) {
     if (r == "kv")
       wantKv = true;
     else if (r == "params")
       wantParams = true;
+    else if (r == "tiers")
+      wantTiers = true;
+    else if (r == "indexer")
+      wantIndexer = true;
     else
-      return error("--report: unknown report '" + r + "' (expected kv or params)");
+      return error("--report: unknown report '" + r +
+                   "' (expected kv, params, tiers or indexer)");
   }
   if (!emit.empty() && emit != "dsf" && emit != "import")
     return error("--emit: unknown kind '" + emit + "' (expected dsf or import)");
@@ -152,6 +157,7 @@ int main(int argc, char **argv) {
   if (!emit.empty())
     module->print(out->os());
   std::vector<mlir::dsf::KvReport> kvReports;
+  std::vector<mlir::dsf::TierReport> tierReports;
   for (auto model : module->getBody()->getOps<mlir::dsf::ModelOp>()) {
     if (wantKv) {
       kvReports.push_back(mlir::dsf::computeKvReport(model));
@@ -159,9 +165,18 @@ int main(int argc, char **argv) {
     }
     if (wantParams)
       mlir::dsf::printParamReport(mlir::dsf::computeParamReport(model), out->os());
+    if (wantTiers) {
+      tierReports.push_back(mlir::dsf::computeTierReport(model));
+      mlir::dsf::printTierReport(tierReports.back(), out->os());
+    }
+    if (wantIndexer)
+      mlir::dsf::printIndexerReport(mlir::dsf::computeIndexerReport(model, {65536, 1048576}),
+                                    out->os());
   }
   if (wantKv)
     mlir::dsf::printKvComparison(kvReports, out->os());
+  if (wantTiers)
+    mlir::dsf::printTierComparison(tierReports, out->os());
   out->keep();
   return 0;
 }
