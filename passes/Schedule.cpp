@@ -121,14 +121,14 @@ std::string formatSchedule(const std::vector<char> &letters, int64_t split) {
         groups.emplace_back();
       groups.back() += l[i];
     }
-    // Letters of a group, runs of four or more as "R*n".
+    // Letters of a group, runs of six or more as "R*n".
     auto render = [](const std::string &g) {
       std::string out;
       for (size_t i = 0; i < g.size();) {
         size_t j = i;
         while (j < g.size() && g[j] == g[i])
           ++j;
-        std::string piece = j - i >= 4 ? std::string(1, g[i]) + "*" + std::to_string(j - i) : "";
+        std::string piece = j - i >= 6 ? std::string(1, g[i]) + "*" + std::to_string(j - i) : "";
         for (size_t k = i; piece.empty() && k < j; ++k)
           out += std::string(out.empty() ? "" : " ") + g[k];
         if (!piece.empty())
