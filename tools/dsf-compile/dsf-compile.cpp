@@ -15,6 +15,7 @@
 #include "passes/Schedule.h"
 #include "passes/Pipelines.h"
 #include "passes/Reports.h"
+#include "passes/ScheduleReport.h"
 #include "tools/RegisterAll.h"
 
 #include "mlir/IR/AsmState.h"
@@ -55,8 +56,11 @@ cl::opt<int64_t> poolBlocks("candidate-blocks",
 cl::opt<int64_t> poolBlockSize("candidate-block-size",
                                cl::desc("Candidate-pool block size (0: the config's)"), cl::init(0));
 cl::list<std::string> reports("report", cl::CommaSeparated,
-                              cl::desc("Reports to print: kv, params, tiers, indexer (default "
-                                       "when nothing is emitted: kv and params)"));
+                              cl::desc("Reports to print: kv, params, tiers, indexer, schedule "
+                                       "(default when nothing is emitted: kv and params)"));
+cl::opt<std::string> reportFormat("report-format",
+                                  cl::desc("text, or svg for --report=schedule"),
+                                  cl::init("text"));
 cl::opt<std::string> output("o", cl::desc("Output file (default: stdout)"),
                             cl::value_desc("file"), cl::init("-"));
 
@@ -73,7 +77,8 @@ int main(int argc, char **argv) {
   mlir::registerPassManagerCLOptions();
   cl::ParseCommandLineOptions(argc, argv, "dsf: the DeepSeek-V4-family compiler\n");
 
-  bool wantKv = false, wantParams = false, wantTiers = false, wantIndexer = false;
+  bool wantKv = false, wantParams = false, wantTiers = false, wantIndexer = false,
+       wantSchedule = false;
   for (const std::string &r : reports) {
     if (r == "kv")
       wantKv = true;
@@ -83,10 +88,16 @@ int main(int argc, char **argv) {
       wantTiers = true;
     else if (r == "indexer")
       wantIndexer = true;
+    else if (r == "schedule")
+      wantSchedule = true;
     else
       return error("--report: unknown report '" + r +
-                   "' (expected kv, params, tiers or indexer)");
+                   "' (expected kv, params, tiers, indexer or schedule)");
   }
+  if (reportFormat != "text" && reportFormat != "svg")
+    return error("--report-format: unknown format '" + reportFormat + "' (expected text or svg)");
+  if (reportFormat == "svg" && (!wantSchedule || reports.size() != 1 || models.size() != 1))
+    return error("--report-format=svg draws one model's --report=schedule, alone");
   if (!emit.empty() && emit != "dsf" && emit != "import")
     return error("--emit: unknown kind '" + emit + "' (expected dsf or import)");
 
@@ -168,6 +179,12 @@ int main(int argc, char **argv) {
     if (wantTiers) {
       tierReports.push_back(mlir::dsf::computeTierReport(model));
       mlir::dsf::printTierReport(tierReports.back(), out->os());
+    }
+    if (wantSchedule) {
+      if (reportFormat == "svg")
+        mlir::dsf::printScheduleSvg(model, out->os());
+      else
+        mlir::dsf::printScheduleText(model, out->os());
     }
     if (wantIndexer)
       mlir::dsf::printIndexerReport(mlir::dsf::computeIndexerReport(model, {65536, 1048576}),
