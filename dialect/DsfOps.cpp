@@ -322,6 +322,38 @@ void HcHeadOp::getWeightUses(SmallVectorImpl<WeightUse> &uses) {
   uses.push_back(use(getScaleAttr(), "scale", {1}));
 }
 
+LogicalResult HcFusedUpdateOp::verify() {
+  auto sd = streamShape(*this, getStreams());
+  if (failed(sd))
+    return failure();
+  auto [n, d] = *sd;
+  if (getSinkhornIters() < 1)
+    return emitOpError() << "sinkhorn_iters must be at least 1, got " << getSinkhornIters();
+  if (failed(expectShape(*this, "block output", getBlockOutput(), {kDyn, d})) ||
+      failed(expectShape(*this, "post", getPost(), {kDyn, n})) ||
+      failed(expectShape(*this, "comb", getComb(), {kDyn, n, n})) ||
+      failed(expectShape(*this, "next pre", getNextPre(), {kDyn, n})) ||
+      failed(expectShape(*this, "next post", getNextPost(), {kDyn, n})) ||
+      failed(expectShape(*this, "next comb", getNextComb(), {kDyn, n, n})))
+    return failure();
+  if (getUpdated().getType() != getStreams().getType())
+    return emitOpError() << "updated streams must have the streams' type";
+  if (bool(getCollapsePre()) != bool(getCollapsed()))
+    return emitOpError() << "a collapse needs both its weights (collapse(...)) and its result";
+  if (Value pre = getCollapsePre())
+    if (failed(expectShape(*this, "collapse pre", pre, {kDyn, n})) ||
+        failed(expectShape(*this, "collapsed", getCollapsed(), {kDyn, d})))
+      return failure();
+  return sameTokens(*this, getStreams(), getBlockOutput(), "streams and block output");
+}
+void HcFusedUpdateOp::getWeightUses(SmallVectorImpl<WeightUse> &uses) {
+  auto t = tensorOf(getStreams());
+  int64_t n = t.getDimSize(1), d = t.getDimSize(2);
+  uses.push_back(use(getFnAttr(), "fn", {(2 + n) * n, n * d}));
+  uses.push_back(use(getBaseAttr(), "base", {(2 + n) * n}));
+  uses.push_back(use(getScaleAttr(), "scale", {3}));
+}
+
 //===----------------------------------------------------------------------===//
 // Compressor, caches, quantization
 //===----------------------------------------------------------------------===//

@@ -361,6 +361,42 @@ def Dsf_HcHeadOp : Dsf_WeightOp<"mhc.head"> {
   let hasVerifier = 1;
 }
 
+def Dsf_HcFusedUpdateOp : Dsf_WeightOp<"mhc.fused_update"> {
+  let summary = "residual update, next coefficients and next input collapse in one pass";
+  let description = [{
+    What dsf-fuse-mhc makes of a site: X' = update(X, block_output, post,
+    comb) as dsf.mhc.update, then the coefficients of the next site over X'
+    (as dsf.mhc.coeffs with fn/base/scale) and, when `collapse` is given, the
+    next block's input Σⱼ collapse_preⱼ X'ⱼ — one pass over the n streams: the
+    projection and the sum of squares accumulate while X' is written, the small
+    sigmoid / softmax / Sinkhorn runs at the end. V4.1 collapses with the
+    previous site's pre, so the collapse needs nothing this op computes; V4
+    collapses with the coefficients computed here, so its collapse stays a
+    separate op.
+
+    ```mlir
+    %X2, %pre, %post, %comb, %x = dsf.mhc.fused_update %X, %y, %p0, %c0 collapse(%a_pre)
+        {fn = @"layers.2.hc_ffn_fn", base = @"layers.2.hc_ffn_base", scale = @"layers.2.hc_ffn_scale",
+         sinkhorn_iters = 20 : i64, eps = 1.0e-06 : f64, norm_eps = 1.0e-20 : f64}
+        : tensor<?x4x5120xf32>, tensor<?x5120xf32>, tensor<?x4xf32>, tensor<?x4x4xf32>, tensor<?x4xf32>
+        -> tensor<?x4x5120xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x4xf32>, tensor<?x5120xf32>
+    ```
+  }];
+  let arguments = (ins Dsf_F32Tensor:$streams, Dsf_F32Tensor:$block_output,
+      Dsf_F32Tensor:$post, Dsf_F32Tensor:$comb, Optional<Dsf_F32Tensor>:$collapse_pre,
+      FlatSymbolRefAttr:$fn, FlatSymbolRefAttr:$base, FlatSymbolRefAttr:$scale,
+      I64Attr:$sinkhorn_iters, F64Attr:$eps, F64Attr:$norm_eps);
+  let results = (outs Dsf_F32Tensor:$updated, Dsf_F32Tensor:$next_pre, Dsf_F32Tensor:$next_post,
+      Dsf_F32Tensor:$next_comb, Optional<Dsf_F32Tensor>:$collapsed);
+  let assemblyFormat = [{
+    $streams `,` $block_output `,` $post `,` $comb (`collapse` `(` $collapse_pre^ `)`)? attr-dict
+    `:` type($streams) `,` type($block_output) `,` type($post) `,` type($comb)
+    (`,` type($collapse_pre)^)? `->` type($updated) `,` type($next_pre) `,` type($next_post) `,`
+    type($next_comb) (`,` type($collapsed)^)?
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Compressed caches, windows, quantization
 //===----------------------------------------------------------------------===//

@@ -102,6 +102,21 @@ int64_t mlir::dsf::eraseUnusedWeights(ModelOp model) {
   return erased;
 }
 
+LayerOp mlir::dsf::dropUnusedInterface(LayerOp layer) {
+  SmallVector<unsigned> inputs, results;
+  for (BlockArgument arg : layer.getBodyBlock().getArguments())
+    if (arg.use_empty())
+      inputs.push_back(arg.getArgNumber());
+  for (OpResult r : layer->getResults())
+    if (r.use_empty())
+      results.push_back(r.getResultNumber());
+  if (inputs.empty() && results.empty())
+    return layer;
+  LayerOp rebuilt = rebuildLayer(layer, {}, {}, nullptr, inputs, results);
+  eraseDeadOps(rebuilt.getBodyBlock());
+  return rebuilt;
+}
+
 SmallVector<LayerOp> mlir::dsf::layersOf(func::FuncOp func) {
   return SmallVector<LayerOp>(func.getBody().getOps<LayerOp>());
 }

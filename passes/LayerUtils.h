@@ -31,6 +31,10 @@ void eraseDeadOps(Block &block);
 /// Erases the weight declarations no op reads; returns how many.
 int64_t eraseUnusedWeights(ModelOp model);
 
+/// Drops the inputs of `layer` whose block arguments nobody reads and the
+/// results nobody uses; returns the (possibly rebuilt) layer.
+LayerOp dropUnusedInterface(LayerOp layer);
+
 /// The layers of `func`, in order.
 SmallVector<LayerOp> layersOf(func::FuncOp func);
 

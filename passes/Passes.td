@@ -122,4 +122,27 @@ def PlanCache : Pass<"dsf-plan-cache", "::mlir::ModuleOp"> {
   ];
 }
 
+def FuseMhc : Pass<"dsf-fuse-mhc", "::mlir::ModuleOp"> {
+  let summary = "Fuse each mHC site into one pass over the residual streams";
+  let description = [{
+    At every site, fuses the residual update (post, comb), the next site's
+    coefficient prediction over the freshly updated streams (norm, projection,
+    sigmoid / softmax / Sinkhorn) and, where the math allows, the next block's
+    input collapse into one `dsf.mhc.fused_update`. In V4.1 the collapse uses the
+    previous site's pre, so it fuses; in V4 it needs the coefficients computed in
+    the same pass and stays a separate op, which keeps the math exact.
+
+    The site between two layers (the FFN update of layer l, the attention
+    coefficients and collapse of layer l+1) spans two dsf.layer regions: with
+    `cross-layer` the next layer's coefficient prediction and collapse, which
+    read only its inputs, move into the layer that updates the streams and are
+    passed on as layer results (V4.1's final collapse moves into the last layer).
+    Inputs and results nobody reads any more are dropped.
+  }];
+  let options = [
+    Option<"crossLayer", "cross-layer", "bool", "true",
+           "Also fuse the sites between consecutive layers">
+  ];
+}
+
 #endif // DSF_PASSES_TD

@@ -22,6 +22,8 @@ void mlir::dsf::buildDefaultPipeline(OpPassManager &pm, const PipelineOptions &o
   pool.blockSize = o.poolBlockSize;
   pm.addPass(createHierarchicalIndexer(pool));
   pm.addPass(createPlanCache());
+  if (o.fuseMhc)
+    pm.addPass(createFuseMhc());
 }
 
 void mlir::dsf::registerDefaultPipeline() {

@@ -16,9 +16,11 @@ struct PipelineOptions {
   int64_t maxIndexSources = 0; // dsf-schedule-csa2 max-index-sources=
   int64_t poolBlocks = 0;      // dsf-hierarchical-indexer blocks= (-1: none)
   int64_t poolBlockSize = 0;   // dsf-hierarchical-indexer block-size=
+  bool fuseMhc = true;         // dsf-fuse-mhc
 };
 
-/// dsf-quantize-kv, dsf-schedule-csa2, dsf-hierarchical-indexer, dsf-plan-cache.
+/// dsf-quantize-kv, dsf-schedule-csa2, dsf-hierarchical-indexer, dsf-plan-cache,
+/// dsf-fuse-mhc.
 void buildDefaultPipeline(OpPassManager &pm, const PipelineOptions &options);
 
 /// Registers the default pipeline as `dsf-default-pipeline` (dsf-opt).

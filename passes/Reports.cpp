@@ -356,3 +356,61 @@ void mlir::dsf::printIndexerReport(const IndexerReport &r, llvm::raw_ostream &os
                        humanCount(p.flops).c_str(), humanCount(p.flatBytes).c_str(),
                        humanCount(p.flatFlops).c_str(), p.flatBytes / p.bytes);
 }
+
+namespace {
+/// Bytes per token of a token-major tensor value (0 for anything else).
+double bytesPerToken(Value v) {
+  auto t = llvm::dyn_cast<RankedTensorType>(v.getType());
+  if (!t || t.getRank() < 1 || !t.isDynamicDim(0))
+    return 0;
+  double elements = 1;
+  for (int64_t d : t.getShape().drop_front())
+    elements *= d;
+  return elements * t.getElementTypeBitWidth() / 8.0;
+}
+
+double trafficOf(Operation *op) {
+  double bytes = 0;
+  for (Value v : op->getOperands())
+    bytes += bytesPerToken(v);
+  for (Value v : op->getResults())
+    bytes += bytesPerToken(v);
+  return bytes;
+}
+} // namespace
+
+MhcReport mlir::dsf::computeMhcReport(ModelOp model) {
+  MhcReport r;
+  r.model = model.getSymName().str();
+  func::FuncOp func;
+  for (auto f : model.getBody().front().getOps<func::FuncOp>())
+    if (!func)
+      func = f;
+  if (!func)
+    return r;
+  func.walk([&](Operation *op) {
+    if (llvm::isa<HcExpandOp, HcCoeffsOp, HcCollapseOp, HcUpdateOp, HcHeadOp>(op)) {
+      double t = trafficOf(op);
+      r.bytesPerToken += t;
+      r.unfusedBytesPerToken += t;
+      r.sites += llvm::isa<HcUpdateOp>(op);
+    } else if (auto fused = llvm::dyn_cast<HcFusedUpdateOp>(op)) {
+      double t = trafficOf(op);
+      double rereads = (fused.getCollapsed() ? 2 : 1) * bytesPerToken(fused.getUpdated());
+      r.bytesPerToken += t;
+      r.unfusedBytesPerToken += t + rereads;
+      r.sites += 1;
+      r.fusedSites += 1;
+    }
+  });
+  return r;
+}
+
+void mlir::dsf::printMhcReport(const MhcReport &r, llvm::raw_ostream &os) {
+  os << "== mHC report: @" << r.model << " ==\n";
+  os << "sites: " << r.sites << " residual updates, " << r.fusedSites << " fused\n";
+  os << "activation bytes read + written per token by mHC ops: "
+     << withThousands((int64_t)std::llround(r.bytesPerToken)) << " (unfused: "
+     << withThousands((int64_t)std::llround(r.unfusedBytesPerToken)) << llvm::format(", x%.3f)\n",
+                      r.bytesPerToken / std::max(1.0, r.unfusedBytesPerToken));
+}

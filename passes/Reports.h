@@ -65,7 +65,18 @@ struct IndexerReport {
   std::vector<Point> points;
 };
 
+/// Activation bytes the mHC ops read and write per token, now and as the same
+/// math would cost unfused (each fused site saves the re-reads of its updated
+/// streams by the coefficient prediction and the collapse).
+struct MhcReport {
+  std::string model;
+  int64_t sites = 0, fusedSites = 0;
+  double bytesPerToken = 0, unfusedBytesPerToken = 0;
+};
+
 KvReport computeKvReport(ModelOp model);
+MhcReport computeMhcReport(ModelOp model);
+void printMhcReport(const MhcReport &report, llvm::raw_ostream &os);
 TierReport computeTierReport(ModelOp model);
 IndexerReport computeIndexerReport(ModelOp model, ArrayRef<int64_t> contexts);
 void printTierReport(const TierReport &report, llvm::raw_ostream &os);

@@ -53,10 +53,11 @@ cl::opt<int64_t> maxIndexSources("max-index-sources",
 cl::opt<int64_t> poolBlocks("candidate-blocks",
                             cl::desc("Candidate-pool blocks (0: the config's; -1: no pool)"),
                             cl::init(0));
+cl::opt<bool> noFuseMhc("no-fuse-mhc", cl::desc("Leave the mHC sites unfused"));
 cl::opt<int64_t> poolBlockSize("candidate-block-size",
                                cl::desc("Candidate-pool block size (0: the config's)"), cl::init(0));
 cl::list<std::string> reports("report", cl::CommaSeparated,
-                              cl::desc("Reports to print: kv, params, tiers, indexer, schedule "
+                              cl::desc("Reports to print: kv, params, tiers, indexer, schedule, mhc "
                                        "(default when nothing is emitted: kv and params)"));
 cl::opt<std::string> reportFormat("report-format",
                                   cl::desc("text, or svg for --report=schedule"),
@@ -78,7 +79,7 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv, "dsf: the DeepSeek-V4-family compiler\n");
 
   bool wantKv = false, wantParams = false, wantTiers = false, wantIndexer = false,
-       wantSchedule = false;
+       wantSchedule = false, wantMhc = false;
   for (const std::string &r : reports) {
     if (r == "kv")
       wantKv = true;
@@ -90,9 +91,11 @@ int main(int argc, char **argv) {
       wantIndexer = true;
     else if (r == "schedule")
       wantSchedule = true;
+    else if (r == "mhc")
+      wantMhc = true;
     else
       return error("--report: unknown report '" + r +
-                   "' (expected kv, params, tiers, indexer or schedule)");
+                   "' (expected kv, params, tiers, indexer, schedule or mhc)");
   }
   if (reportFormat != "text" && reportFormat != "svg")
     return error("--report-format: unknown format '" + reportFormat + "' (expected text or svg)");
@@ -107,6 +110,7 @@ int main(int argc, char **argv) {
   pipelineOptions.maxIndexSources = maxIndexSources;
   pipelineOptions.poolBlocks = poolBlocks;
   pipelineOptions.poolBlockSize = poolBlockSize;
+  pipelineOptions.fuseMhc = !noFuseMhc;
   if (printPipeline) {
     mlir::OpPassManager pm(mlir::ModuleOp::getOperationName());
     mlir::dsf::buildDefaultPipeline(pm, pipelineOptions);
@@ -186,6 +190,8 @@ int main(int argc, char **argv) {
       else
         mlir::dsf::printScheduleText(model, out->os());
     }
+    if (wantMhc)
+      mlir::dsf::printMhcReport(mlir::dsf::computeMhcReport(model), out->os());
     if (wantIndexer)
       mlir::dsf::printIndexerReport(mlir::dsf::computeIndexerReport(model, {65536, 1048576}),
                                     out->os());
