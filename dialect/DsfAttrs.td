@@ -72,6 +72,16 @@ def Dsf_CacheKind : I32EnumAttr<"CacheKind", "what a layer-shared cache holds", 
   let genSpecializedAttr = 0;
 }
 
+def Dsf_LayerPart : I32EnumAttr<"LayerPart", "half of a split Full layer", [
+    I32EnumAttrCase<"kv", 0>,     // compressor, index keys, window: over every token
+    I32EnumAttrCase<"rest", 1>]> {// queries, indexer, attention, MoE: over the tail
+  let cppNamespace = "::mlir::dsf";
+  let genSpecializedAttr = 0;
+}
+def Dsf_LayerPartAttr : EnumAttr<Dsf_Dialect, Dsf_LayerPart, "layer_part"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
 def Dsf_Tier : I32EnumAttr<"Tier", "where cache bytes live", [
     I32EnumAttrCase<"device", 0>, I32EnumAttrCase<"host", 1>,
     I32EnumAttrCase<"ssd", 2>, I32EnumAttrCase<"dropped", 3>]> {

@@ -88,9 +88,28 @@ LogicalResult LayerOp::verifyRegions() {
     if (llvm::isa<LayerOp, ModelOp>(op))
       return prefix() << "layers do not nest";
   }
+  std::optional<LayerPart> part = getPart();
+  if (part == LayerPart::kv) {
+    // The KV-producing half: compressor, index keys, window; nothing per query.
+    if (!attentions.empty() || !indexers.empty())
+      return prefix() << "the kv part of a split layer computes no queries, indexer or attention";
+    if (compressors.empty() || !writesKv)
+      return prefix() << "the kv part of a split layer computes its compressed KV (dsf.compress "
+                         "and a kv dsf.cache.write)";
+    return success();
+  }
   if (attentions.size() != 1)
     return prefix() << "has " << attentions.size() << " attention ops, expected exactly one";
   AttentionOp attn = attentions.front();
+  if (part == LayerPart::rest) {
+    if (!compressors.empty() || writesKv)
+      return prefix() << "the rest part of a split layer reads the caches of its kv part";
+    if (indexers.empty())
+      return prefix() << "the rest part of a split Full layer computes its own top-k";
+    if (!isBlockArgOf(attn.getCache(), body) || !isBlockArgOf(attn.getWindow(), body))
+      return prefix() << "the rest part of a split layer reads its cache and window as inputs";
+    return success();
+  }
 
   AttentionKind kind = getAttention();
   std::optional<Csa2Mode> mode = getMode();
@@ -196,15 +215,27 @@ LogicalResult verifyLayers(ModelOp model, func::FuncOp func) {
   SmallVector<LayerOp> layers(func.getBody().getOps<LayerOp>());
   if (layers.empty())
     return success();
-  if ((int64_t)layers.size() != (int64_t)model.getNumLayers())
-    return func.emitOpError() << "has " << layers.size() << " layers but the model declares num_layers = "
+  // A split layer is two ops with one index: its kv part, then its rest.
+  int64_t count = llvm::count_if(layers, [](LayerOp l) { return l.getPart() != LayerPart::kv; });
+  if (count != (int64_t)model.getNumLayers())
+    return func.emitOpError() << "has " << count << " layers but the model declares num_layers = "
                               << model.getNumLayers();
   std::optional<int64_t> decoderStart = model.getDecoderStart();
   bool v41 = model.isV41();
   // Nearest preceding producers, per ratio.
   llvm::DenseMap<int64_t, LayerOp> lastFull, lastIndexSource;
-  for (auto [i, layer] : llvm::enumerate(layers)) {
-    if ((int64_t)layer.getIndex() != (int64_t)i)
+  int64_t i = -1;
+  for (auto [position, layer] : llvm::enumerate(layers)) {
+    bool restOfSplit = layer.getPart() == LayerPart::rest;
+    if (restOfSplit) {
+      if (position == 0 || layers[position - 1].getPart() != LayerPart::kv ||
+          layers[position - 1].getIndex() != layer.getIndex())
+        return layer.emitOpError() << "layer " << layer.getIndex()
+                                   << ": a rest part follows the kv part of the same layer";
+    } else {
+      ++i;
+    }
+    if ((int64_t)layer.getIndex() != i)
       return layer.emitOpError() << "layer " << layer.getIndex() << " stands at position " << i
                                  << "; layers are numbered 0, 1, 2, ... in order";
     AttentionKind kind = layer.getAttention();
@@ -231,7 +262,9 @@ LogicalResult verifyLayers(ModelOp model, func::FuncOp func) {
       if (!sharedRatio(t))
         continue;
       LayerOp from = producerLayer(in);
-      if (!from || from.getIndex() >= layer.getIndex())
+      bool ownKvPart = from && restOfSplit && from.getPart() == LayerPart::kv &&
+                       from.getIndex() == layer.getIndex();
+      if (!from || (from.getIndex() >= layer.getIndex() && !ownKvPart))
         return layer.emitOpError() << "layer " << i << ": input #" << k << " (" << t
                                    << ") is not produced by an earlier layer";
       if (llvm::isa<CacheType>(t)) {
@@ -255,10 +288,13 @@ LogicalResult verifyLayers(ModelOp model, func::FuncOp func) {
       }
     }
     if (kind != AttentionKind::sliding) {
-      if (layer.getMode() == Csa2Mode::full || kind == AttentionKind::csa || kind == AttentionKind::hca)
+      // A split layer's caches come from its kv part, its selection from its rest.
+      if ((layer.getMode() == Csa2Mode::full || kind == AttentionKind::csa ||
+           kind == AttentionKind::hca) && !restOfSplit)
         lastFull[ratio] = layer;
-      bool indexSource = kind == AttentionKind::csa ||
-                         (layer.getMode() && *layer.getMode() != Csa2Mode::reuse);
+      bool indexSource = (kind == AttentionKind::csa ||
+                          (layer.getMode() && *layer.getMode() != Csa2Mode::reuse)) &&
+                         layer.getPart() != LayerPart::kv;
       if (indexSource)
         lastIndexSource[ratio] = layer;
     }

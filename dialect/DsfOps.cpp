@@ -159,6 +159,8 @@ LogicalResult LayerOp::verify() {
     return prefix() << "a CSA2 mode is only allowed on compressed V4.1 (csa2) layers";
   if (!getMode() && kind == AttentionKind::csa2)
     return prefix() << "a csa2 layer needs a mode (full, reindex or reuse)";
+  if (getPart() && getMode() != Csa2Mode::full)
+    return prefix() << "only a Full layer is split into kv and rest parts";
   return success();
 }
 
@@ -226,6 +228,15 @@ LogicalResult RopeOp::verify() {
     return emitOpError() << "rotates " << getRope().getDims()
                          << " channels but rows have only " << width;
   return sameTokens(*this, getInput(), getPositions(), "input and positions");
+}
+
+LogicalResult TakeLastOp::verify() {
+  if (getCount() < 1)
+    return emitOpError() << "count must be positive, got " << getCount();
+  auto t = tensorOf(getInput());
+  if (t.getRank() < 1 || !t.isDynamicDim(0))
+    return emitOpError() << "takes rows of a tensor whose token axis is dynamic";
+  return success();
 }
 
 LogicalResult EntryPositionsOp::verify() {

@@ -110,6 +110,10 @@ def Dsf_LayerOp : Dsf_Op<"layer", [IsolatedFromAbove,
       keys with its own query (inside the candidate pool when one is given);
       `reuse` reads both the cache and the selection of earlier layers.
     * `stage` (V4.1): encoder or decoder half.
+    * `part` (after dsf-hoist-decoder-kv): a Full layer split in two; the `kv`
+      part computes the compressor, index keys and window over every token and
+      yields them, the `rest` part (same index, right after it) reads them and
+      runs the queries, indexer, attention and MoE over fewer tokens.
 
     ```mlir
     %X9, %pre9 = dsf.layer 9 (%X8, %pre8, %pos, %ckv, %top) {attention = #dsf.attention<csa2>,
@@ -123,7 +127,8 @@ def Dsf_LayerOp : Dsf_Op<"layer", [IsolatedFromAbove,
   }];
   let arguments = (ins I64Attr:$index, Dsf_AttentionKindAttr:$attention,
       I64Attr:$ratio, OptionalAttr<Dsf_Csa2ModeAttr>:$mode,
-      OptionalAttr<Dsf_StageAttr>:$stage, Variadic<AnyType>:$inputs);
+      OptionalAttr<Dsf_StageAttr>:$stage, OptionalAttr<Dsf_LayerPartAttr>:$part,
+      Variadic<AnyType>:$inputs);
   let results = (outs Variadic<AnyType>:$outputs);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
@@ -244,6 +249,23 @@ def Dsf_RopeOp : Dsf_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
                        Dsf_RopeAttr:$rope, UnitAttr:$inverse);
   let results = (outs Dsf_F32Tensor:$result);
   let assemblyFormat = "$input `,` $positions attr-dict `:` type($input) `,` type($positions)";
+  let hasVerifier = 1;
+}
+
+def Dsf_TakeLastOp : Dsf_Op<"take_last", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "the last `count` rows of a token-major tensor (all of them when fewer)";
+  let description = [{
+    Restricts a computation to the last tokens of a prefill: dsf-hoist-decoder-kv
+    runs the decoder after its first Full layer over the last W + (L−1)(W−1)
+    tokens (exact tail) or W tokens (bounded replay).
+
+    ```mlir
+    %tail = dsf.take_last %pos {count = 2541 : i64} : tensor<?xi32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$count);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasVerifier = 1;
 }
 

@@ -39,6 +39,8 @@ LayerOp mlir::dsf::rebuildLayer(LayerOp layer, ValueRange extraInputs, ValueRang
   OpBuilder b(layer);
   auto rebuilt = LayerOp::create(b, layer.getLoc(), outputs, layer.getIndex(), layer.getAttention(),
                                  layer.getRatio(), layer.getMode(), layer.getStage(), inputs);
+  if (auto part = layer.getPartAttr())
+    rebuilt.setPartAttr(part);
   // Keep discardable attributes (e.g. plans) of the old layer.
   for (NamedAttribute attr : layer->getDiscardableAttrs())
     rebuilt->setAttr(attr.getName(), attr.getValue());
@@ -102,19 +104,43 @@ int64_t mlir::dsf::eraseUnusedWeights(ModelOp model) {
   return erased;
 }
 
-LayerOp mlir::dsf::dropUnusedInterface(LayerOp layer) {
+LayerOp mlir::dsf::dropUnusedInterface(LayerOp layer, bool dropResults) {
   SmallVector<unsigned> inputs, results;
   for (BlockArgument arg : layer.getBodyBlock().getArguments())
     if (arg.use_empty())
       inputs.push_back(arg.getArgNumber());
   for (OpResult r : layer->getResults())
-    if (r.use_empty())
+    if (dropResults && r.use_empty())
       results.push_back(r.getResultNumber());
   if (inputs.empty() && results.empty())
     return layer;
   LayerOp rebuilt = rebuildLayer(layer, {}, {}, nullptr, inputs, results);
   eraseDeadOps(rebuilt.getBodyBlock());
   return rebuilt;
+}
+
+llvm::SetVector<Operation *> mlir::dsf::kvProducingOps(LayerOp layer) {
+  llvm::SetVector<Operation *> slice;
+  SmallVector<Operation *> work;
+  for (Operation &op : layer.getBodyBlock())
+    if (llvm::isa<CacheWriteOp, WindowWriteOp>(op))
+      work.push_back(&op);
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val();
+    if (!slice.insert(op))
+      continue;
+    for (Value v : op->getOperands())
+      if (Operation *def = v.getDefiningOp(); def && def->getBlock() == &layer.getBodyBlock())
+        work.push_back(def);
+  }
+  return slice;
+}
+
+LayerOp mlir::dsf::decoderSplitLayer(ArrayRef<LayerOp> layers) {
+  for (LayerOp layer : layers)
+    if (layer.getStage() == Stage::decoder && layer.getMode() == Csa2Mode::full)
+      return layer;
+  return nullptr;
 }
 
 SmallVector<LayerOp> mlir::dsf::layersOf(func::FuncOp func) {

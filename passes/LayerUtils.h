@@ -10,6 +10,8 @@
 
 #include "dialect/DsfDialect.h"
 
+#include "llvm/ADT/SetVector.h"
+
 namespace mlir::dsf {
 
 /// Rebuilds `layer` with `extraInputs` appended to its operands (the new block
@@ -31,9 +33,16 @@ void eraseDeadOps(Block &block);
 /// Erases the weight declarations no op reads; returns how many.
 int64_t eraseUnusedWeights(ModelOp model);
 
-/// Drops the inputs of `layer` whose block arguments nobody reads and the
-/// results nobody uses; returns the (possibly rebuilt) layer.
-LayerOp dropUnusedInterface(LayerOp layer);
+/// Drops the inputs of `layer` whose block arguments nobody reads and (with
+/// `results`) the results nobody uses; returns the (possibly rebuilt) layer.
+LayerOp dropUnusedInterface(LayerOp layer, bool results = true);
+
+/// The ops of a Full layer's body that produce its caches and window (the
+/// backward slice of its dsf.cache.write and dsf.window.write ops).
+llvm::SetVector<Operation *> kvProducingOps(LayerOp layer);
+
+/// The decoder's first Full layer (where prefill can be split), or null.
+LayerOp decoderSplitLayer(ArrayRef<LayerOp> layers);
 
 /// The layers of `func`, in order.
 SmallVector<LayerOp> layersOf(func::FuncOp func);

@@ -145,4 +145,28 @@ def FuseMhc : Pass<"dsf-fuse-mhc", "::mlir::ModuleOp"> {
   ];
 }
 
+def HoistDecoderKV : Pass<"dsf-hoist-decoder-kv", "::mlir::ModuleOp"> {
+  let summary = "Separate prefill and decode; optionally run the decoder over a tail of the prompt";
+  let description = [{
+    Replaces @forward with two entry points, @prefill and @decode (every layer
+    over the new tokens). For prefill, `prefill` chooses how much of the
+    decoder runs:
+    * `full`: every layer over every token (the reference, exact);
+    * `exact-tail`: the decoder's first Full layer is split into its
+      KV-producing part (compressor, index keys, window), which still runs over
+      every token, and the rest; the rest and every later layer run over the
+      last W + (decoder layers - 1)(W - 1) tokens (2541 in Flash), exact for
+      those tokens' logits and for the decode state;
+    * `bounded-replay`: the same over the last W tokens, the paper's
+      O(N·L) -> O(N·L/2 + W·L/2), approximate (the earliest replayed tokens see
+      truncated windows).
+    @prefill then returns the logits of those last tokens; `dsf.prefill` and
+    `dsf.tail_tokens` on it record the mode.
+  }];
+  let options = [
+    Option<"prefill", "prefill", "std::string", "\"full\"",
+           "full, exact-tail or bounded-replay">
+  ];
+}
+
 #endif // DSF_PASSES_TD

@@ -24,6 +24,9 @@ void mlir::dsf::buildDefaultPipeline(OpPassManager &pm, const PipelineOptions &o
   pm.addPass(createPlanCache());
   if (o.fuseMhc)
     pm.addPass(createFuseMhc());
+  HoistDecoderKVOptions hoist;
+  hoist.prefill = o.prefill;
+  pm.addPass(createHoistDecoderKV(hoist));
 }
 
 void mlir::dsf::registerDefaultPipeline() {

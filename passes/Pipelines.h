@@ -17,10 +17,11 @@ struct PipelineOptions {
   int64_t poolBlocks = 0;      // dsf-hierarchical-indexer blocks= (-1: none)
   int64_t poolBlockSize = 0;   // dsf-hierarchical-indexer block-size=
   bool fuseMhc = true;         // dsf-fuse-mhc
+  std::string prefill = "full"; // dsf-hoist-decoder-kv prefill=
 };
 
 /// dsf-quantize-kv, dsf-schedule-csa2, dsf-hierarchical-indexer, dsf-plan-cache,
-/// dsf-fuse-mhc.
+/// dsf-fuse-mhc, dsf-hoist-decoder-kv.
 void buildDefaultPipeline(OpPassManager &pm, const PipelineOptions &options);
 
 /// Registers the default pipeline as `dsf-default-pipeline` (dsf-opt).

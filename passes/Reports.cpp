@@ -1,5 +1,6 @@
 //===- Reports.cpp - KV-cache and parameter reports ------------------------===//
 #include "passes/Reports.h"
+#include "passes/LayerUtils.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
@@ -69,6 +70,17 @@ void collectReaders(Value v, std::set<int64_t> &readers) {
 }
 } // namespace
 
+func::FuncOp mlir::dsf::reportFunction(ModelOp model) {
+  func::FuncOp first;
+  for (auto f : model.getBody().front().getOps<func::FuncOp>()) {
+    if (f.getSymName() == "decode" || f.getSymName() == "forward")
+      return f;
+    if (!first)
+      first = f;
+  }
+  return first;
+}
+
 KvReport mlir::dsf::computeKvReport(ModelOp model) {
   KvReport r;
   r.model = model.getSymName().str();
@@ -77,7 +89,10 @@ KvReport mlir::dsf::computeKvReport(ModelOp model) {
   if (auto source = model->getAttrOfType<StringAttr>("schedule_source"))
     r.scheduleSource = source.str();
   std::set<int64_t> kvSources, indexSources;
-  model.walk([&](Operation *op) {
+  func::FuncOp func = reportFunction(model);
+  if (!func)
+    return r;
+  func.walk([&](Operation *op) {
     if (auto w = llvm::dyn_cast<CacheWriteOp>(op)) {
       auto t = llvm::cast<CacheType>(w.getCache().getType());
       CacheRow row;
@@ -248,7 +263,10 @@ TierReport mlir::dsf::computeTierReport(ModelOp model) {
   TierReport r;
   r.model = model.getSymName().str();
   r.planned = true;
-  model.walk([&](Operation *op) {
+  func::FuncOp func = reportFunction(model);
+  if (!func)
+    return r;
+  func.walk([&](Operation *op) {
     if (!llvm::isa<CacheWriteOp, WindowWriteOp>(op))
       return;
     auto plan = op->getAttrOfType<CachePlanAttr>("plan");
@@ -313,7 +331,8 @@ IndexerReport mlir::dsf::computeIndexerReport(ModelOp model, ArrayRef<int64_t> c
   IndexerReport r;
   r.model = model.getSymName().str();
   SmallVector<IndexTopkOp> indexers;
-  model.walk([&](IndexTopkOp op) { indexers.push_back(op); });
+  if (func::FuncOp func = reportFunction(model))
+    func.walk([&](IndexTopkOp op) { indexers.push_back(op); });
   for (IndexTopkOp op : indexers)
     if (Value pool = op.getWithin())
       r.poolCapacity = llvm::cast<PoolType>(pool.getType()).getCapacity();
@@ -382,10 +401,7 @@ double trafficOf(Operation *op) {
 MhcReport mlir::dsf::computeMhcReport(ModelOp model) {
   MhcReport r;
   r.model = model.getSymName().str();
-  func::FuncOp func;
-  for (auto f : model.getBody().front().getOps<func::FuncOp>())
-    if (!func)
-      func = f;
+  func::FuncOp func = reportFunction(model);
   if (!func)
     return r;
   func.walk([&](Operation *op) {
@@ -413,4 +429,173 @@ void mlir::dsf::printMhcReport(const MhcReport &r, llvm::raw_ostream &os) {
      << withThousands((int64_t)std::llround(r.bytesPerToken)) << " (unfused: "
      << withThousands((int64_t)std::llround(r.unfusedBytesPerToken)) << llvm::format(", x%.3f)\n",
                       r.bytesPerToken / std::max(1.0, r.unfusedBytesPerToken));
+}
+
+//===----------------------------------------------------------------------===//
+// Prefill FLOPs
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// sum_{q=1}^{n} min(cap, floor(q / r)) in closed form.
+double sumMinFloor(double n, double cap, double r) {
+  auto prefix = [&](double m) { // sum_{q=0}^{m} floor(q / r)
+    if (m < 0)
+      return 0.0;
+    double t = std::floor(m / r), rest = m - t * r;
+    return r * t * (t - 1) / 2 + t * (rest + 1);
+  };
+  double knee = cap * r - 1; // floor(q/r) < cap for q <= knee
+  if (n <= knee)
+    return prefix(n);
+  return prefix(knee) + cap * (n - knee);
+}
+
+struct LayerCost {
+  double kvDense = 0, restDense = 0; // per token
+  // Per query: keys attended and entries scored, as (cap, ratio, scale) terms
+  // summed over positions.
+  struct Term { double cap, ratio, flopsPerUnit; };
+  std::vector<Term> terms;
+  double contextFlops(double from, double to) const { // positions [from, to)
+    double total = 0;
+    for (const Term &t : terms)
+      total += t.flopsPerUnit * (sumMinFloor(to, t.cap, t.ratio) - sumMinFloor(from, t.cap, t.ratio));
+    return total;
+  }
+};
+
+int64_t featureElements(Value v) {
+  auto t = llvm::cast<RankedTensorType>(v.getType());
+  int64_t n = 1;
+  for (int64_t d : t.getShape().drop_front())
+    n *= d;
+  return n;
+}
+} // namespace
+
+FlopsReport mlir::dsf::computeFlopsReport(ModelOp model, ArrayRef<int64_t> tokens) {
+  FlopsReport r;
+  r.model = model.getSymName().str();
+  func::FuncOp func = reportFunction(model);
+  if (!func)
+    return r;
+  llvm::StringMap<WeightDeclOp> weights;
+  for (auto w : model.getBody().front().getOps<WeightDeclOp>())
+    weights[w.getSymName()] = w;
+  auto dim = [&](FlatSymbolRefAttr sym, unsigned i) -> double {
+    auto it = weights.find(sym.getValue());
+    return it == weights.end() ? 0 : it->second.getTensorType().getDimSize(i);
+  };
+  const double inf = 1e18;
+
+  SmallVector<LayerOp> layers = layersOf(func);
+  LayerOp split = model.isV41() ? decoderSplitLayer(layers) : LayerOp();
+  std::vector<LayerCost> costs;
+  for (LayerOp layer : layers) {
+    LayerCost cost;
+    llvm::SetVector<Operation *> kvOps;
+    if (layer == split)
+      kvOps = kvProducingOps(layer);
+    for (Operation &op : layer.getBodyBlock()) {
+      double f = 0;
+      if (auto l = llvm::dyn_cast<LinearOp>(op))
+        f = 2.0 * featureElements(l.getInput()) * featureElements(l.getResult());
+      else if (auto g = llvm::dyn_cast<GroupedLinearOp>(op))
+        f = 2.0 * featureElements(g.getInput()) / g.getGroups() * featureElements(g.getResult());
+      else if (auto c = llvm::dyn_cast<CompressOp>(op))
+        f = 2.0 * dim(c.getWkvAttr(), 0) * dim(c.getWkvAttr(), 1) * (c.getWgateAttr() ? 2 : 1);
+      else if (auto gate = llvm::dyn_cast<MoeGateOp>(op))
+        f = 2.0 * dim(gate.getWeightAttr(), 0) * dim(gate.getWeightAttr(), 1);
+      else if (auto e = llvm::dyn_cast<MoeExpertsOp>(op))
+        f = 6.0 * featureElements(e.getExperts()) * dim(e.getW1Attr(), 1) * dim(e.getW1Attr(), 2);
+      else if (auto ffn = llvm::dyn_cast<FfnOp>(op))
+        f = 6.0 * dim(ffn.getW1Attr(), 0) * dim(ffn.getW1Attr(), 1);
+      else if (auto h = llvm::dyn_cast<HcCoeffsOp>(op))
+        f = 2.0 * dim(h.getFnAttr(), 0) * dim(h.getFnAttr(), 1);
+      else if (auto h = llvm::dyn_cast<HcFusedUpdateOp>(op))
+        f = 2.0 * dim(h.getFnAttr(), 0) * dim(h.getFnAttr(), 1);
+      else if (auto a = llvm::dyn_cast<AttentionOp>(op)) {
+        auto q = llvm::cast<RankedTensorType>(a.getQueries().getType());
+        double perKey = 4.0 * q.getDimSize(1) * q.getDimSize(2); // QK and AV
+        auto w = llvm::cast<WindowType>(a.getWindow().getType());
+        cost.terms.push_back({double(w.getSize()), 1, perKey});
+        if (Value c = a.getCache()) {
+          double ratio = llvm::cast<CacheType>(c.getType()).getRatio();
+          double cap = a.getSelection() ? llvm::cast<TopkType>(a.getSelection().getType()).getK() : inf;
+          cost.terms.push_back({cap, ratio, perKey});
+        }
+      } else if (auto idx = llvm::dyn_cast<IndexTopkOp>(op)) {
+        auto q = llvm::cast<RankedTensorType>(idx.getQueries().getType());
+        double perEntry = 2.0 * q.getDimSize(1) * q.getDimSize(2) + 3.0 * q.getDimSize(1);
+        double ratio = llvm::cast<CacheType>(idx.getKeys().getType()).getRatio();
+        double cap = idx.getWithin() ? llvm::cast<PoolType>(idx.getWithin().getType()).getCapacity() : inf;
+        cost.terms.push_back({cap, ratio, perEntry});
+        if (idx.getCandidatePool())
+          cost.terms.push_back({inf, ratio, 1.0}); // block maxima
+      }
+      (kvOps.contains(&op) ? cost.kvDense : cost.restDense) += f;
+    }
+    costs.push_back(cost);
+  }
+  // Outside the layers: the head (and embedding, a lookup).
+  double headDense = 0;
+  for (Operation &op : func.getBody().front())
+    if (auto l = llvm::dyn_cast<LinearOp>(op))
+      headDense += 2.0 * featureElements(l.getInput()) * featureElements(l.getResult());
+
+  int64_t splitAt = -1;
+  if (split) {
+    splitAt = llvm::find(layers, split) - layers.begin();
+    r.splitLayer = split.getIndex();
+    r.window = llvm::cast<WindowType>(findInLayer<WindowWriteOp>(split).getWindow().getType()).getSize();
+    r.exactTail = r.window + (int64_t(layers.size()) - splitAt - 1) * (r.window - 1);
+  }
+  for (int64_t n : tokens) {
+    double N = n;
+    auto prefillFlops = [&](double tail) {
+      double total = 0;
+      for (auto [i, c] : llvm::enumerate(costs)) {
+        bool before = splitAt < 0 || (int64_t)i < splitAt;
+        if (before) {
+          total += (c.kvDense + c.restDense) * N + c.contextFlops(0, N);
+          continue;
+        }
+        double t = std::min(N, tail);
+        if ((int64_t)i == splitAt)
+          total += c.kvDense * N;
+        else
+          total += c.kvDense * t;
+        total += c.restDense * t + c.contextFlops(N - t, N);
+      }
+      return (total + headDense * std::min(N, tail)) / N;
+    };
+    FlopsReport::Point p{n, prefillFlops(N), 0, 0};
+    if (splitAt >= 0) {
+      p.exactTail = prefillFlops(r.exactTail);
+      p.boundedReplay = prefillFlops(r.window);
+    }
+    r.points.push_back(p);
+  }
+  return r;
+}
+
+void mlir::dsf::printFlopsReport(const FlopsReport &r, llvm::raw_ostream &os) {
+  os << "== prefill FLOPs per token: @" << r.model << " ==\n";
+  if (r.splitLayer < 0) {
+    os << "no decoder to split (full prefill only)\n";
+    for (const auto &p : r.points)
+      os << llvm::format("  N %9s: %s FLOP\n", withThousands(p.tokens).c_str(),
+                         humanCount(p.full).c_str());
+  } else {
+    os << "split at layer " << r.splitLayer << " (its compressor, index keys and window over every "
+       << "token); exact tail " << withThousands(r.exactTail) << " tokens, bounded replay "
+       << r.window << "\n";
+    for (const auto &p : r.points)
+      os << llvm::format("  N %9s: full %s FLOP, exact-tail %s (x%.3f), bounded-replay %s (x%.3f)\n",
+                         withThousands(p.tokens).c_str(), humanCount(p.full).c_str(),
+                         humanCount(p.exactTail).c_str(), p.exactTail / p.full,
+                         humanCount(p.boundedReplay).c_str(), p.boundedReplay / p.full);
+  }
+  os << "(matrix products, attention and indexer scoring; norms, rope, softmax and quantizers not "
+        "counted)\n";
 }

@@ -74,6 +74,21 @@ struct MhcReport {
   double bytesPerToken = 0, unfusedBytesPerToken = 0;
 };
 
+/// Prefill FLOPs per token for each prefill mode at several prompt lengths.
+struct FlopsReport {
+  std::string model;
+  int64_t splitLayer = -1;   // the decoder's first Full layer, -1: no split possible
+  int64_t window = 0, exactTail = 0;
+  struct Point { int64_t tokens; double full, exactTail, boundedReplay; };
+  std::vector<Point> points;
+};
+FlopsReport computeFlopsReport(ModelOp model, ArrayRef<int64_t> tokens);
+void printFlopsReport(const FlopsReport &report, llvm::raw_ostream &os);
+
+/// The function the reports describe: @decode (every layer over every
+/// token), else @forward, else the first one.
+func::FuncOp reportFunction(ModelOp model);
+
 KvReport computeKvReport(ModelOp model);
 MhcReport computeMhcReport(ModelOp model);
 void printMhcReport(const MhcReport &report, llvm::raw_ostream &os);

@@ -88,10 +88,7 @@ std::string modeName(const LayerInfo &l) {
 }
 
 void collect(ModelOp model, std::vector<LayerInfo> &layers, std::vector<CacheInfo> &caches) {
-  func::FuncOp forward;
-  for (auto f : model.getBody().front().getOps<func::FuncOp>())
-    if (!forward)
-      forward = f;
+  func::FuncOp forward = reportFunction(model);
   if (!forward)
     return;
   int64_t decoderStart = model.getDecoderStart() ? (int64_t)*model.getDecoderStart() : -1;
@@ -368,7 +365,7 @@ void mlir::dsf::printScheduleSvg(ModelOp model, llvm::raw_ostream &os) {
   std::string windowPlan;
   int64_t windowRow = 0, windowSize = 0;
   std::string windowFormat;
-  model.walk([&](WindowWriteOp w) {
+  reportFunction(model).walk([&](WindowWriteOp w) {
     auto t = llvm::cast<WindowType>(w.getWindow().getType());
     windowRow = t.getFormat().getRowBytes(t.getWidth());
     windowSize = t.getSize();

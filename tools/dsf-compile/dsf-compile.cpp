@@ -53,11 +53,14 @@ cl::opt<int64_t> maxIndexSources("max-index-sources",
 cl::opt<int64_t> poolBlocks("candidate-blocks",
                             cl::desc("Candidate-pool blocks (0: the config's; -1: no pool)"),
                             cl::init(0));
+cl::opt<std::string> prefillMode("prefill",
+                                 cl::desc("Prefill entry point: full, exact-tail or bounded-replay"),
+                                 cl::init("full"));
 cl::opt<bool> noFuseMhc("no-fuse-mhc", cl::desc("Leave the mHC sites unfused"));
 cl::opt<int64_t> poolBlockSize("candidate-block-size",
                                cl::desc("Candidate-pool block size (0: the config's)"), cl::init(0));
 cl::list<std::string> reports("report", cl::CommaSeparated,
-                              cl::desc("Reports to print: kv, params, tiers, indexer, schedule, mhc "
+                              cl::desc("Reports to print: kv, params, tiers, indexer, schedule, mhc, flops "
                                        "(default when nothing is emitted: kv and params)"));
 cl::opt<std::string> reportFormat("report-format",
                                   cl::desc("text, or svg for --report=schedule"),
@@ -79,7 +82,7 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv, "dsf: the DeepSeek-V4-family compiler\n");
 
   bool wantKv = false, wantParams = false, wantTiers = false, wantIndexer = false,
-       wantSchedule = false, wantMhc = false;
+       wantSchedule = false, wantMhc = false, wantFlops = false;
   for (const std::string &r : reports) {
     if (r == "kv")
       wantKv = true;
@@ -93,9 +96,11 @@ int main(int argc, char **argv) {
       wantSchedule = true;
     else if (r == "mhc")
       wantMhc = true;
+    else if (r == "flops")
+      wantFlops = true;
     else
       return error("--report: unknown report '" + r +
-                   "' (expected kv, params, tiers, indexer, schedule or mhc)");
+                   "' (expected kv, params, tiers, indexer, schedule, mhc or flops)");
   }
   if (reportFormat != "text" && reportFormat != "svg")
     return error("--report-format: unknown format '" + reportFormat + "' (expected text or svg)");
@@ -111,6 +116,7 @@ int main(int argc, char **argv) {
   pipelineOptions.poolBlocks = poolBlocks;
   pipelineOptions.poolBlockSize = poolBlockSize;
   pipelineOptions.fuseMhc = !noFuseMhc;
+  pipelineOptions.prefill = prefillMode;
   if (printPipeline) {
     mlir::OpPassManager pm(mlir::ModuleOp::getOperationName());
     mlir::dsf::buildDefaultPipeline(pm, pipelineOptions);
@@ -190,6 +196,9 @@ int main(int argc, char **argv) {
       else
         mlir::dsf::printScheduleText(model, out->os());
     }
+    if (wantFlops)
+      mlir::dsf::printFlopsReport(mlir::dsf::computeFlopsReport(model, {4096, 65536, 1048576}),
+                                  out->os());
     if (wantMhc)
       mlir::dsf::printMhcReport(mlir::dsf::computeMhcReport(model), out->os());
     if (wantIndexer)
