@@ -2290,3 +2290,364 @@ dsf.model @m attributes {family = "deepseek_v41", vocab_size = 16, hidden_size =
   // expected-error @below {{expert_names must contain '{e}' for the expert index}}
   dsf.weight @w : tensor<2x8x8xbf16> {expert_names = "layers.0.ffn.experts.w1.weight"}
 }
+
+// -----
+!win = !dsf.window<size = 4, width = 8, #dsf.quant<f32>>
+!kv1 = !dsf.cache<kv, ratio = 1, width = 8, #dsf.quant<f32>>
+!ik1 = !dsf.cache<index_keys, ratio = 1, width = 8, #dsf.quant<f32>>
+!t1 = !dsf.topk<k = 2, ratio = 1>
+dsf.model @m attributes {family = "deepseek_v41", vocab_size = 16, hidden_size = 8, num_layers = 1, hc_mult = 1} {
+  dsf.weight @wq : tensor<8x8xf32>
+  dsf.weight @wi : tensor<1x8xf32>
+  dsf.weight @wkv : tensor<8x8xf32>
+  dsf.weight @norm : tensor<8xf32>
+  dsf.weight @sink : tensor<1xf32>
+  func.func @prefill(%x: tensor<?x8xf32>) {
+    // expected-error @below {{layer 0: the kv part of a split layer computes no queries, indexer or attention}}
+    %w0, %c0, %k0 = dsf.layer 0 (%x) {attention = #dsf.attention<csa2>, mode = #dsf.csa2_mode<full>, part = #dsf.layer_part<kv>, ratio = 1 : i64} : (tensor<?x8xf32>) -> (!win, !kv1, !ik1) {
+    ^bb0(%a: tensor<?x8xf32>):
+      %w = dsf.window.write %a : tensor<?x8xf32> -> !win
+      %l = dsf.compress %a {kind = #dsf.compressor<project>, ratio = 1 : i64, wkv = @wkv, norm = @norm, eps = 1.0e-6 : f64} : tensor<?x8xf32> -> tensor<?x8xf32>
+      %c = dsf.cache.write %l : tensor<?x8xf32> -> !kv1
+      %k = dsf.cache.write %l : tensor<?x8xf32> -> !ik1
+      %q = dsf.linear %a weight(@wq) : tensor<?x8xf32> -> tensor<?x1x8xf32>
+      %o = dsf.attention %q, %w sink(@sink) {scale = 1.0 : f64} : tensor<?x1x8xf32>, !win -> tensor<?x1x8xf32>
+      dsf.yield %w, %c, %k : !win, !kv1, !ik1
+    }
+    %X0 = dsf.layer 0 (%x, %w0, %c0, %k0) {attention = #dsf.attention<csa2>, mode = #dsf.csa2_mode<full>, part = #dsf.layer_part<rest>, ratio = 1 : i64} : (tensor<?x8xf32>, !win, !kv1, !ik1) -> tensor<?x8xf32> {
+    ^bb0(%a: tensor<?x8xf32>, %w: !win, %c: !kv1, %k: !ik1):
+      %q = dsf.linear %a weight(@wq) : tensor<?x8xf32> -> tensor<?x1x8xf32>
+      %iw = dsf.linear %a weight(@wi) : tensor<?x8xf32> -> tensor<?x1xf32>
+      %t = dsf.index_topk %q, %iw, %k {k = 2 : i64, scale = 1.0 : f64} : tensor<?x1x8xf32>, tensor<?x1xf32>, !ik1 -> !t1
+      %o = dsf.attention %q, %w, %c [%t] sink(@sink) {scale = 1.0 : f64} : tensor<?x1x8xf32>, !win, !kv1, !t1 -> tensor<?x1x8xf32>
+      dsf.yield %a : tensor<?x8xf32>
+    }
+    return
+  }
+}
+
+// -----
+!win = !dsf.window<size = 4, width = 8, #dsf.quant<f32>>
+!kv1 = !dsf.cache<kv, ratio = 1, width = 8, #dsf.quant<f32>>
+!ik1 = !dsf.cache<index_keys, ratio = 1, width = 8, #dsf.quant<f32>>
+!t1 = !dsf.topk<k = 2, ratio = 1>
+dsf.model @m attributes {family = "deepseek_v41", vocab_size = 16, hidden_size = 8, num_layers = 1, hc_mult = 1} {
+  dsf.weight @wq : tensor<8x8xf32>
+  dsf.weight @wi : tensor<1x8xf32>
+  dsf.weight @wkv : tensor<8x8xf32>
+  dsf.weight @norm : tensor<8xf32>
+  dsf.weight @sink : tensor<1xf32>
+  func.func @prefill(%x: tensor<?x8xf32>) {
+    // expected-error @below {{layer 0: the kv part of a split layer computes its compressed KV (dsf.compress and a kv dsf.cache.write)}}
+    %w0, %c0, %k0 = dsf.layer 0 (%x) {attention = #dsf.attention<csa2>, mode = #dsf.csa2_mode<full>, part = #dsf.layer_part<kv>, ratio = 1 : i64} : (tensor<?x8xf32>) -> (!win, !kv1, !ik1) {
+    ^bb0(%a: tensor<?x8xf32>):
+      %w = dsf.window.write %a : tensor<?x8xf32> -> !win
+      %l = dsf.linear %a weight(@wkv) : tensor<?x8xf32> -> tensor<?x8xf32>
+      %c = dsf.cache.write %l : tensor<?x8xf32> -> !kv1
+      %k = dsf.cache.write %l : tensor<?x8xf32> -> !ik1
+      dsf.yield %w, %c, %k : !win, !kv1, !ik1
+    }
+    %X0 = dsf.layer 0 (%x, %w0, %c0, %k0) {attention = #dsf.attention<csa2>, mode = #dsf.csa2_mode<full>, part = #dsf.layer_part<rest>, ratio = 1 : i64} : (tensor<?x8xf32>, !win, !kv1, !ik1) -> tensor<?x8xf32> {
+    ^bb0(%a: tensor<?x8xf32>, %w: !win, %c: !kv1, %k: !ik1):
+      %q = dsf.linear %a weight(@wq) : tensor<?x8xf32> -> tensor<?x1x8xf32>
+      %iw = dsf.linear %a weight(@wi) : tensor<?x8xf32> -> tensor<?x1xf32>
+      %t = dsf.index_topk %q, %iw, %k {k = 2 : i64, scale = 1.0 : f64} : tensor<?x1x8xf32>, tensor<?x1xf32>, !ik1 -> !t1
+      %o = dsf.attention %q, %w, %c [%t] sink(@sink) {scale = 1.0 : f64} : tensor<?x1x8xf32>, !win, !kv1, !t1 -> tensor<?x1x8xf32>
+      dsf.yield %a : tensor<?x8xf32>
+    }
+    return
+  }
+}
+
+// -----
+!win = !dsf.window<size = 4, width = 8, #dsf.quant<f32>>
+!kv1 = !dsf.cache<kv, ratio = 1, width = 8, #dsf.quant<f32>>
+!ik1 = !dsf.cache<index_keys, ratio = 1, width = 8, #dsf.quant<f32>>
+!t1 = !dsf.topk<k = 2, ratio = 1>
+dsf.model @m attributes {family = "deepseek_v41", vocab_size = 16, hidden_size = 8, num_layers = 1, hc_mult = 1} {
+  dsf.weight @wq : tensor<8x8xf32>
+  dsf.weight @wi : tensor<1x8xf32>
+  dsf.weight @wkv : tensor<8x8xf32>
+  dsf.weight @norm : tensor<8xf32>
+  dsf.weight @sink : tensor<1xf32>
+  func.func @prefill(%x: tensor<?x8xf32>) {
+    %w0, %c0, %k0 = dsf.layer 0 (%x) {attention = #dsf.attention<csa2>, mode = #dsf.csa2_mode<full>, part = #dsf.layer_part<kv>, ratio = 1 : i64} : (tensor<?x8xf32>) -> (!win, !kv1, !ik1) {
+    ^bb0(%a: tensor<?x8xf32>):
+      %w = dsf.window.write %a : tensor<?x8xf32> -> !win
+      %l = dsf.compress %a {kind = #dsf.compressor<project>, ratio = 1 : i64, wkv = @wkv, norm = @norm, eps = 1.0e-6 : f64} : tensor<?x8xf32> -> tensor<?x8xf32>
+      %c = dsf.cache.write %l : tensor<?x8xf32> -> !kv1
+      %k = dsf.cache.write %l : tensor<?x8xf32> -> !ik1
+      dsf.yield %w, %c, %k : !win, !kv1, !ik1
+    }
+    // expected-error @below {{layer 0: the rest part of a split layer reads the caches of its kv part}}
+    %X0 = dsf.layer 0 (%x, %w0, %c0, %k0) {attention = #dsf.attention<csa2>, mode = #dsf.csa2_mode<full>, part = #dsf.layer_part<rest>, ratio = 1 : i64} : (tensor<?x8xf32>, !win, !kv1, !ik1) -> tensor<?x8xf32> {
+    ^bb0(%a: tensor<?x8xf32>, %w: !win, %c: !kv1, %k: !ik1):
+      %q = dsf.linear %a weight(@wq) : tensor<?x8xf32> -> tensor<?x1x8xf32>
+      %iw = dsf.linear %a weight(@wi) : tensor<?x8xf32> -> tensor<?x1xf32>
+      %t = dsf.index_topk %q, %iw, %k {k = 2 : i64, scale = 1.0 : f64} : tensor<?x1x8xf32>, tensor<?x1xf32>, !ik1 -> !t1
+      %o = dsf.attention %q, %w, %c [%t] sink(@sink) {scale = 1.0 : f64} : tensor<?x1x8xf32>, !win, !kv1, !t1 -> tensor<?x1x8xf32>
+      %l2 = dsf.compress %a {kind = #dsf.compressor<project>, ratio = 1 : i64, wkv = @wkv, norm = @norm, eps = 1.0e-6 : f64} : tensor<?x8xf32> -> tensor<?x8xf32>
+      dsf.yield %a : tensor<?x8xf32>
+    }
+    return
+  }
+}
+
+// -----
+!win = !dsf.window<size = 4, width = 8, #dsf.quant<f32>>
+!kv1 = !dsf.cache<kv, ratio = 1, width = 8, #dsf.quant<f32>>
+!ik1 = !dsf.cache<index_keys, ratio = 1, width = 8, #dsf.quant<f32>>
+!t1 = !dsf.topk<k = 2, ratio = 1>
+dsf.model @m attributes {family = "deepseek_v41", vocab_size = 16, hidden_size = 8, num_layers = 1, hc_mult = 1} {
+  dsf.weight @wq : tensor<8x8xf32>
+  dsf.weight @wi : tensor<1x8xf32>
+  dsf.weight @wkv : tensor<8x8xf32>
+  dsf.weight @norm : tensor<8xf32>
+  dsf.weight @sink : tensor<1xf32>
+  func.func @prefill(%x: tensor<?x8xf32>) {
+    %w0, %c0, %k0 = dsf.layer 0 (%x) {attention = #dsf.attention<csa2>, mode = #dsf.csa2_mode<full>, part = #dsf.layer_part<kv>, ratio = 1 : i64} : (tensor<?x8xf32>) -> (!win, !kv1, !ik1) {
+    ^bb0(%a: tensor<?x8xf32>):
+      %w = dsf.window.write %a : tensor<?x8xf32> -> !win
+      %l = dsf.compress %a {kind = #dsf.compressor<project>, ratio = 1 : i64, wkv = @wkv, norm = @norm, eps = 1.0e-6 : f64} : tensor<?x8xf32> -> tensor<?x8xf32>
+      %c = dsf.cache.write %l : tensor<?x8xf32> -> !kv1
+      %k = dsf.cache.write %l : tensor<?x8xf32> -> !ik1
+      dsf.yield %w, %c, %k : !win, !kv1, !ik1
+    }
+    // expected-error @below {{layer 0: the rest part of a split Full layer computes its own top-k}}
+    %X0 = dsf.layer 0 (%x, %w0, %c0, %k0) {attention = #dsf.attention<csa2>, mode = #dsf.csa2_mode<full>, part = #dsf.layer_part<rest>, ratio = 1 : i64} : (tensor<?x8xf32>, !win, !kv1, !ik1) -> tensor<?x8xf32> {
+    ^bb0(%a: tensor<?x8xf32>, %w: !win, %c: !kv1, %k: !ik1):
+      %q = dsf.linear %a weight(@wq) : tensor<?x8xf32> -> tensor<?x1x8xf32>
+      %iw = dsf.linear %a weight(@wi) : tensor<?x8xf32> -> tensor<?x1xf32>
+      %t = "test.topk"() : () -> !t1
+      %o = dsf.attention %q, %w, %c [%t] sink(@sink) {scale = 1.0 : f64} : tensor<?x1x8xf32>, !win, !kv1, !t1 -> tensor<?x1x8xf32>
+      dsf.yield %a : tensor<?x8xf32>
+    }
+    return
+  }
+}
+
+// -----
+!win = !dsf.window<size = 4, width = 8, #dsf.quant<f32>>
+!kv1 = !dsf.cache<kv, ratio = 1, width = 8, #dsf.quant<f32>>
+!ik1 = !dsf.cache<index_keys, ratio = 1, width = 8, #dsf.quant<f32>>
+!t1 = !dsf.topk<k = 2, ratio = 1>
+dsf.model @m attributes {family = "deepseek_v41", vocab_size = 16, hidden_size = 8, num_layers = 1, hc_mult = 1} {
+  dsf.weight @wq : tensor<8x8xf32>
+  dsf.weight @wi : tensor<1x8xf32>
+  dsf.weight @wkv : tensor<8x8xf32>
+  dsf.weight @norm : tensor<8xf32>
+  dsf.weight @sink : tensor<1xf32>
+  func.func @prefill(%x: tensor<?x8xf32>) {
+    %w0, %c0, %k0 = dsf.layer 0 (%x) {attention = #dsf.attention<csa2>, mode = #dsf.csa2_mode<full>, part = #dsf.layer_part<kv>, ratio = 1 : i64} : (tensor<?x8xf32>) -> (!win, !kv1, !ik1) {
+    ^bb0(%a: tensor<?x8xf32>):
+      %w = dsf.window.write %a : tensor<?x8xf32> -> !win
+      %l = dsf.compress %a {kind = #dsf.compressor<project>, ratio = 1 : i64, wkv = @wkv, norm = @norm, eps = 1.0e-6 : f64} : tensor<?x8xf32> -> tensor<?x8xf32>
+      %c = dsf.cache.write %l : tensor<?x8xf32> -> !kv1
+      %k = dsf.cache.write %l : tensor<?x8xf32> -> !ik1
+      dsf.yield %w, %c, %k : !win, !kv1, !ik1
+    }
+    // expected-error @below {{layer 0: the rest part of a split layer reads its cache and window as inputs}}
+    %X0 = dsf.layer 0 (%x, %w0, %c0, %k0) {attention = #dsf.attention<csa2>, mode = #dsf.csa2_mode<full>, part = #dsf.layer_part<rest>, ratio = 1 : i64} : (tensor<?x8xf32>, !win, !kv1, !ik1) -> tensor<?x8xf32> {
+    ^bb0(%a: tensor<?x8xf32>, %w: !win, %c: !kv1, %k: !ik1):
+      %q = dsf.linear %a weight(@wq) : tensor<?x8xf32> -> tensor<?x1x8xf32>
+      %iw = dsf.linear %a weight(@wi) : tensor<?x8xf32> -> tensor<?x1xf32>
+      %t = dsf.index_topk %q, %iw, %k {k = 2 : i64, scale = 1.0 : f64} : tensor<?x1x8xf32>, tensor<?x1xf32>, !ik1 -> !t1
+      %w9 = dsf.window.write %a : tensor<?x8xf32> -> !win
+      %o = dsf.attention %q, %w9, %c [%t] sink(@sink) {scale = 1.0 : f64} : tensor<?x1x8xf32>, !win, !kv1, !t1 -> tensor<?x1x8xf32>
+      dsf.yield %a : tensor<?x8xf32>
+    }
+    return
+  }
+}
+
+// -----
+!win = !dsf.window<size = 4, width = 8, #dsf.quant<f32>>
+!kv1 = !dsf.cache<kv, ratio = 1, width = 8, #dsf.quant<f32>>
+!ik1 = !dsf.cache<index_keys, ratio = 1, width = 8, #dsf.quant<f32>>
+!t1 = !dsf.topk<k = 2, ratio = 1>
+dsf.model @m attributes {family = "deepseek_v41", vocab_size = 16, hidden_size = 8, num_layers = 1, hc_mult = 1} {
+  dsf.weight @wq : tensor<8x8xf32>
+  dsf.weight @wi : tensor<1x8xf32>
+  dsf.weight @wkv : tensor<8x8xf32>
+  dsf.weight @norm : tensor<8xf32>
+  dsf.weight @sink : tensor<1xf32>
+  func.func @prefill(%x: tensor<?x8xf32>, %ww: !win, %cc: !kv1, %kk: !ik1) {
+    // expected-error @below {{layer 0: a rest part follows the kv part of the same layer}}
+    %X0 = dsf.layer 0 (%x, %ww, %cc, %kk) {attention = #dsf.attention<csa2>, mode = #dsf.csa2_mode<full>, part = #dsf.layer_part<rest>, ratio = 1 : i64} : (tensor<?x8xf32>, !win, !kv1, !ik1) -> tensor<?x8xf32> {
+    ^bb0(%a: tensor<?x8xf32>, %w: !win, %c: !kv1, %k: !ik1):
+      %q = dsf.linear %a weight(@wq) : tensor<?x8xf32> -> tensor<?x1x8xf32>
+      %iw = dsf.linear %a weight(@wi) : tensor<?x8xf32> -> tensor<?x1xf32>
+      %t = dsf.index_topk %q, %iw, %k {k = 2 : i64, scale = 1.0 : f64} : tensor<?x1x8xf32>, tensor<?x1xf32>, !ik1 -> !t1
+      %o = dsf.attention %q, %w, %c [%t] sink(@sink) {scale = 1.0 : f64} : tensor<?x1x8xf32>, !win, !kv1, !t1 -> tensor<?x1x8xf32>
+      dsf.yield %a : tensor<?x8xf32>
+    }
+    return
+  }
+}
+
+// -----
+!win = !dsf.window<size = 4, width = 8, #dsf.quant<f32>>
+!kv1 = !dsf.cache<kv, ratio = 1, width = 8, #dsf.quant<f32>>
+!ik1 = !dsf.cache<index_keys, ratio = 1, width = 8, #dsf.quant<f32>>
+!t1 = !dsf.topk<k = 2, ratio = 1>
+dsf.model @m attributes {family = "deepseek_v41", vocab_size = 16, hidden_size = 8, num_layers = 1, hc_mult = 1} {
+  dsf.weight @wq : tensor<8x8xf32>
+  dsf.weight @wi : tensor<1x8xf32>
+  dsf.weight @wkv : tensor<8x8xf32>
+  dsf.weight @norm : tensor<8xf32>
+  dsf.weight @sink : tensor<1xf32>
+  func.func @prefill(%x: tensor<?x8xf32>) {
+    // expected-error @below {{layer 0: only a Full layer is split into kv and rest parts}}
+    %X0 = dsf.layer 0 (%x) {attention = #dsf.attention<sliding>, part = #dsf.layer_part<kv>, ratio = 0 : i64} : (tensor<?x8xf32>) -> tensor<?x8xf32> {
+    ^bb0(%a: tensor<?x8xf32>):
+      dsf.yield %a : tensor<?x8xf32>
+    }
+    return
+  }
+}
+
+// -----
+!win = !dsf.window<size = 4, width = 8, #dsf.quant<f32>>
+!kv1 = !dsf.cache<kv, ratio = 1, width = 8, #dsf.quant<f32>>
+!ik1 = !dsf.cache<index_keys, ratio = 1, width = 8, #dsf.quant<f32>>
+!t1 = !dsf.topk<k = 2, ratio = 1>
+// expected-error @below {{candidate_pool is [source layer, blocks, block size], got 2 values}}
+dsf.model @m attributes {family = "deepseek_v41", vocab_size = 16, hidden_size = 8, num_layers = 1, hc_mult = 1, candidate_pool = array<i64: 0, 8>} {
+  dsf.weight @wq : tensor<8x8xf32>
+  dsf.weight @wi : tensor<1x8xf32>
+  dsf.weight @wkv : tensor<8x8xf32>
+  dsf.weight @norm : tensor<8xf32>
+  dsf.weight @sink : tensor<1xf32>
+  func.func @prefill(%x: tensor<?x8xf32>) {
+    %w0, %c0, %k0 = dsf.layer 0 (%x) {attention = #dsf.attention<csa2>, mode = #dsf.csa2_mode<full>, part = #dsf.layer_part<kv>, ratio = 1 : i64} : (tensor<?x8xf32>) -> (!win, !kv1, !ik1) {
+    ^bb0(%a: tensor<?x8xf32>):
+      %w = dsf.window.write %a : tensor<?x8xf32> -> !win
+      %l = dsf.compress %a {kind = #dsf.compressor<project>, ratio = 1 : i64, wkv = @wkv, norm = @norm, eps = 1.0e-6 : f64} : tensor<?x8xf32> -> tensor<?x8xf32>
+      %c = dsf.cache.write %l : tensor<?x8xf32> -> !kv1
+      %k = dsf.cache.write %l : tensor<?x8xf32> -> !ik1
+      dsf.yield %w, %c, %k : !win, !kv1, !ik1
+    }
+    %X0 = dsf.layer 0 (%x, %w0, %c0, %k0) {attention = #dsf.attention<csa2>, mode = #dsf.csa2_mode<full>, part = #dsf.layer_part<rest>, ratio = 1 : i64} : (tensor<?x8xf32>, !win, !kv1, !ik1) -> tensor<?x8xf32> {
+    ^bb0(%a: tensor<?x8xf32>, %w: !win, %c: !kv1, %k: !ik1):
+      %q = dsf.linear %a weight(@wq) : tensor<?x8xf32> -> tensor<?x1x8xf32>
+      %iw = dsf.linear %a weight(@wi) : tensor<?x8xf32> -> tensor<?x1xf32>
+      %t = dsf.index_topk %q, %iw, %k {k = 2 : i64, scale = 1.0 : f64} : tensor<?x1x8xf32>, tensor<?x1xf32>, !ik1 -> !t1
+      %o = dsf.attention %q, %w, %c [%t] sink(@sink) {scale = 1.0 : f64} : tensor<?x1x8xf32>, !win, !kv1, !t1 -> tensor<?x1x8xf32>
+      dsf.yield %a : tensor<?x8xf32>
+    }
+    return
+  }
+}
+
+// -----
+!win = !dsf.window<size = 4, width = 8, #dsf.quant<f32>>
+!kv1 = !dsf.cache<kv, ratio = 1, width = 8, #dsf.quant<f32>>
+!ik1 = !dsf.cache<index_keys, ratio = 1, width = 8, #dsf.quant<f32>>
+!t1 = !dsf.topk<k = 2, ratio = 1>
+// expected-error @below {{candidate_pool needs a source layer in [0, 1) and positive block count and size}}
+dsf.model @m attributes {family = "deepseek_v41", vocab_size = 16, hidden_size = 8, num_layers = 1, hc_mult = 1, candidate_pool = array<i64: 3, 8, 4>} {
+  dsf.weight @wq : tensor<8x8xf32>
+  dsf.weight @wi : tensor<1x8xf32>
+  dsf.weight @wkv : tensor<8x8xf32>
+  dsf.weight @norm : tensor<8xf32>
+  dsf.weight @sink : tensor<1xf32>
+  func.func @prefill(%x: tensor<?x8xf32>) {
+    %w0, %c0, %k0 = dsf.layer 0 (%x) {attention = #dsf.attention<csa2>, mode = #dsf.csa2_mode<full>, part = #dsf.layer_part<kv>, ratio = 1 : i64} : (tensor<?x8xf32>) -> (!win, !kv1, !ik1) {
+    ^bb0(%a: tensor<?x8xf32>):
+      %w = dsf.window.write %a : tensor<?x8xf32> -> !win
+      %l = dsf.compress %a {kind = #dsf.compressor<project>, ratio = 1 : i64, wkv = @wkv, norm = @norm, eps = 1.0e-6 : f64} : tensor<?x8xf32> -> tensor<?x8xf32>
+      %c = dsf.cache.write %l : tensor<?x8xf32> -> !kv1
+      %k = dsf.cache.write %l : tensor<?x8xf32> -> !ik1
+      dsf.yield %w, %c, %k : !win, !kv1, !ik1
+    }
+    %X0 = dsf.layer 0 (%x, %w0, %c0, %k0) {attention = #dsf.attention<csa2>, mode = #dsf.csa2_mode<full>, part = #dsf.layer_part<rest>, ratio = 1 : i64} : (tensor<?x8xf32>, !win, !kv1, !ik1) -> tensor<?x8xf32> {
+    ^bb0(%a: tensor<?x8xf32>, %w: !win, %c: !kv1, %k: !ik1):
+      %q = dsf.linear %a weight(@wq) : tensor<?x8xf32> -> tensor<?x1x8xf32>
+      %iw = dsf.linear %a weight(@wi) : tensor<?x8xf32> -> tensor<?x1xf32>
+      %t = dsf.index_topk %q, %iw, %k {k = 2 : i64, scale = 1.0 : f64} : tensor<?x1x8xf32>, tensor<?x1xf32>, !ik1 -> !t1
+      %o = dsf.attention %q, %w, %c [%t] sink(@sink) {scale = 1.0 : f64} : tensor<?x1x8xf32>, !win, !kv1, !t1 -> tensor<?x1x8xf32>
+      dsf.yield %a : tensor<?x8xf32>
+    }
+    return
+  }
+}
+
+// -----
+
+func.func @f(%x: tensor<?x8xf32>) {
+  // expected-error @below {{count must be positive, got 0}}
+  %0 = dsf.take_last %x {count = 0 : i64} : tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4x8xf32>) {
+  // expected-error @below {{takes rows of a tensor whose token axis is dynamic}}
+  %0 = dsf.take_last %x {count = 2 : i64} : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%X: tensor<?x4x8xf32>, %y: tensor<?x8xf32>, %post: tensor<?x4xf32>, %comb: tensor<?x4x4xf32>, %p: tensor<?x4xf32>, %y6: tensor<?x6xf32>) {
+  // expected-error @below {{sinkhorn_iters must be at least 1, got 0}}
+  %0:4 = dsf.mhc.fused_update %X, %y, %post, %comb {fn = @fn, base = @b, scale = @s, sinkhorn_iters = 0 : i64, eps = 1.0e-6 : f64, norm_eps = 1.0e-6 : f64} : tensor<?x4x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4x4xf32> -> tensor<?x4x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%X: tensor<?x4x8xf32>, %y: tensor<?x8xf32>, %post: tensor<?x4xf32>, %comb: tensor<?x4x4xf32>, %p: tensor<?x4xf32>, %y6: tensor<?x6xf32>) {
+  // expected-error @below {{block output has shape [?, 6], expected [?, 8]}}
+  %0:4 = dsf.mhc.fused_update %X, %y6, %post, %comb {fn = @fn, base = @b, scale = @s, sinkhorn_iters = 20 : i64, eps = 1.0e-6 : f64, norm_eps = 1.0e-6 : f64} : tensor<?x4x8xf32>, tensor<?x6xf32>, tensor<?x4xf32>, tensor<?x4x4xf32> -> tensor<?x4x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%X: tensor<?x4x8xf32>, %y: tensor<?x8xf32>, %post: tensor<?x4xf32>, %comb: tensor<?x4x4xf32>, %p: tensor<?x4xf32>, %y6: tensor<?x6xf32>) {
+  // expected-error @below {{next comb has shape [?, 4, 2], expected [?, 4, 4]}}
+  %0:4 = dsf.mhc.fused_update %X, %y, %post, %comb {fn = @fn, base = @b, scale = @s, sinkhorn_iters = 20 : i64, eps = 1.0e-6 : f64, norm_eps = 1.0e-6 : f64} : tensor<?x4x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4x4xf32> -> tensor<?x4x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x2xf32>
+  return
+}
+
+// -----
+
+func.func @f(%X: tensor<?x4x8xf32>, %y: tensor<?x8xf32>, %post: tensor<?x4xf32>, %comb: tensor<?x4x4xf32>, %p: tensor<?x4xf32>, %y6: tensor<?x6xf32>) {
+  // expected-error @below {{updated streams must have the streams' type}}
+  %0:4 = dsf.mhc.fused_update %X, %y, %post, %comb {fn = @fn, base = @b, scale = @s, sinkhorn_iters = 20 : i64, eps = 1.0e-6 : f64, norm_eps = 1.0e-6 : f64} : tensor<?x4x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4x4xf32> -> tensor<3x4x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%X: tensor<?x4x8xf32>, %y: tensor<?x8xf32>, %post: tensor<?x4xf32>, %comb: tensor<?x4x4xf32>, %p: tensor<?x4xf32>, %y6: tensor<?x6xf32>) {
+  // expected-error @below {{collapse pre has shape [?, 4, 8], expected [?, 4]}}
+  %0:5 = dsf.mhc.fused_update %X, %y, %post, %comb collapse(%X) {fn = @fn, base = @b, scale = @s, sinkhorn_iters = 20 : i64, eps = 1.0e-6 : f64, norm_eps = 1.0e-6 : f64} : tensor<?x4x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4x4xf32>, tensor<?x4x8xf32> -> tensor<?x4x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x4xf32>, tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%X: tensor<?x4x8xf32>, %y: tensor<?x8xf32>, %post: tensor<?x4xf32>, %comb: tensor<?x4x4xf32>, %p: tensor<?x4xf32>) {
+  // The custom form cannot spell a collapse without its result; the generic form can.
+  // expected-error @below {{a collapse needs both its weights (collapse(...)) and its result}}
+  %0:4 = "dsf.mhc.fused_update"(%X, %y, %post, %comb, %p) <{base = @b, eps = 1.0e-6 : f64, fn = @fn, norm_eps = 1.0e-6 : f64, scale = @s, sinkhorn_iters = 20 : i64}> : (tensor<?x4x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4x4xf32>, tensor<?x4xf32>) -> (tensor<?x4x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x4xf32>)
+  return
+}
+
+// -----
+
+// expected-error @below {{a live cache is on the device or in host memory, not ssd}}
+func.func private @f() attributes {p = #dsf.cache_plan<live = ssd, idle = ssd, ttl = 10>}
+
+// -----
+
+// expected-error @below {{ttl must not be negative, got -1}}
+func.func private @f() attributes {p = #dsf.cache_plan<live = device, idle = host, ttl = -1>}
+
+// -----
+
+// expected-error @below {{a dropped cache has no ttl}}
+func.func private @f() attributes {p = #dsf.cache_plan<live = device, idle = dropped, ttl = 5>}
