@@ -114,10 +114,7 @@ struct HierarchicalIndexerPass : impl::HierarchicalIndexerBase<HierarchicalIndex
   }
 
   void runOnOperation() override {
-    WalkResult r = getOperation().walk([&](ModelOp model) {
-      return failed(run(model)) ? WalkResult::interrupt() : WalkResult::advance();
-    });
-    if (r.wasInterrupted())
+    if (failed(forEachModel(getOperation(), [&](ModelOp model) { return run(model); })))
       signalPassFailure();
   }
 };

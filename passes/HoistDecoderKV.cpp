@@ -132,10 +132,7 @@ struct HoistDecoderKVPass : impl::HoistDecoderKVBase<HoistDecoderKVPass> {
   }
 
   void runOnOperation() override {
-    WalkResult r = getOperation().walk([&](ModelOp model) {
-      return failed(hoist(model)) ? WalkResult::interrupt() : WalkResult::advance();
-    });
-    if (r.wasInterrupted())
+    if (failed(forEachModel(getOperation(), [&](ModelOp model) { return hoist(model); })))
       signalPassFailure();
   }
 };

@@ -143,6 +143,13 @@ LayerOp mlir::dsf::decoderSplitLayer(ArrayRef<LayerOp> layers) {
   return nullptr;
 }
 
+LogicalResult mlir::dsf::forEachModel(Operation *root, function_ref<LogicalResult(ModelOp)> fn) {
+  WalkResult r = root->walk([&](ModelOp model) {
+    return failed(fn(model)) ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  return failure(r.wasInterrupted());
+}
+
 SmallVector<LayerOp> mlir::dsf::layersOf(func::FuncOp func) {
   return SmallVector<LayerOp>(func.getBody().getOps<LayerOp>());
 }

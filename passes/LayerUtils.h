@@ -44,6 +44,9 @@ llvm::SetVector<Operation *> kvProducingOps(LayerOp layer);
 /// The decoder's first Full layer (where prefill can be split), or null.
 LayerOp decoderSplitLayer(ArrayRef<LayerOp> layers);
 
+/// Runs `fn` on every dsf.model under `root`, stopping at the first failure.
+LogicalResult forEachModel(Operation *root, function_ref<LogicalResult(ModelOp)> fn);
+
 /// The layers of `func`, in order.
 SmallVector<LayerOp> layersOf(func::FuncOp func);
 

@@ -150,10 +150,7 @@ struct QuantizeKVPass : impl::QuantizeKVBase<QuantizeKVPass> {
   }
 
   void runOnOperation() override {
-    WalkResult r = getOperation().walk([&](ModelOp model) {
-      return failed(quantize(model)) ? WalkResult::interrupt() : WalkResult::advance();
-    });
-    if (r.wasInterrupted())
+    if (failed(forEachModel(getOperation(), [&](ModelOp model) { return quantize(model); })))
       signalPassFailure();
   }
 };

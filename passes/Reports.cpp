@@ -132,8 +132,15 @@ static std::string listString(const std::vector<int64_t> &v) {
   return s;
 }
 
-/// Readers as ranges: "2-7" when contiguous.
-static std::string rangesString(const std::vector<int64_t> &v) {
+std::string mlir::dsf::planString(CachePlanAttr plan) {
+  if (!plan)
+    return "";
+  return (stringifyTier(plan.getLive()) + " / " + stringifyTier(plan.getIdle()) + " " +
+          std::to_string(plan.getTtl()) + " s")
+      .str();
+}
+
+std::string mlir::dsf::rangesString(const std::vector<int64_t> &v) {
   std::string s;
   for (size_t i = 0; i < v.size();) {
     size_t j = i;

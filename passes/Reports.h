@@ -108,6 +108,10 @@ void printKvComparison(const std::vector<KvReport> &reports, llvm::raw_ostream &
 std::string withThousands(int64_t v);
 std::string humanCount(double v);
 std::string formatBytes(double v);
+/// Layer lists as ranges: "2-7,20,24".
+std::string rangesString(const std::vector<int64_t> &layers);
+/// "device / ssd 14400 s", or "" without a plan.
+std::string planString(CachePlanAttr plan);
 
 } // namespace mlir::dsf
 

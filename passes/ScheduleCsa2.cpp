@@ -127,10 +127,7 @@ struct ScheduleCsa2Pass : impl::ScheduleCsa2Base<ScheduleCsa2Pass> {
   using Base::Base;
 
   void runOnOperation() override {
-    WalkResult r = getOperation().walk([&](ModelOp model) {
-      return failed(scheduleModel(model)) ? WalkResult::interrupt() : WalkResult::advance();
-    });
-    if (r.wasInterrupted())
+    if (failed(forEachModel(getOperation(), [&](ModelOp model) { return scheduleModel(model); })))
       signalPassFailure();
   }
 

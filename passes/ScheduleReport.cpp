@@ -101,12 +101,8 @@ void collect(ModelOp model, std::vector<LayerInfo> &layers, std::vector<CacheInf
     l.decoder = decoderStart >= 0 && l.index >= decoderStart;
     for (Operation &op : layer.getBodyBlock()) {
       if (auto w = llvm::dyn_cast<CacheWriteOp>(op)) {
-        std::string plan;
-        if (auto p = op.getAttrOfType<CachePlanAttr>("plan"))
-          plan = (stringifyTier(p.getLive()) + " / " + stringifyTier(p.getIdle()) + " " +
-                  std::to_string(p.getTtl()) + " s")
-                     .str();
-        caches.push_back({l.index, llvm::cast<CacheType>(w.getCache().getType()), plan});
+        caches.push_back({l.index, llvm::cast<CacheType>(w.getCache().getType()),
+                          planString(op.getAttrOfType<CachePlanAttr>("plan"))});
       }
       if (auto idx = llvm::dyn_cast<IndexTopkOp>(op)) {
         l.makesPool = bool(idx.getCandidatePool());
@@ -340,14 +336,7 @@ void mlir::dsf::printScheduleSvg(ModelOp model, llvm::raw_ostream &os) {
   int y = tableY + 36;
   for (const TableRow &t : table) {
     const CacheRow &c = *t.row;
-    std::string readers;
-    for (size_t i = 0; i < c.readers.size();) {
-      size_t j = i;
-      while (j + 1 < c.readers.size() && c.readers[j + 1] == c.readers[j] + 1) ++j;
-      readers += (readers.empty() ? "" : ",") + std::to_string(c.readers[i]) +
-                 (j > i ? "-" + std::to_string(c.readers[j]) : "");
-      i = j + 1;
-    }
+    std::string readers = rangesString(c.readers);
     std::string layerCell = t.count > 1 ? std::to_string(t.count) + " layers" : t.layers;
     std::string bytesCell = formatBytes(c.bytesPerToken) + (t.count > 1 ? " each" : "");
     std::string cells[] = {layerCell, stringifyCacheKind(c.kind).str(), std::to_string(c.ratio),
@@ -370,10 +359,7 @@ void mlir::dsf::printScheduleSvg(ModelOp model, llvm::raw_ostream &os) {
     windowRow = t.getFormat().getRowBytes(t.getWidth());
     windowSize = t.getSize();
     windowFormat = formatName(t.getFormat());
-    if (auto p = w->getAttrOfType<CachePlanAttr>("plan"))
-      windowPlan = (stringifyTier(p.getLive()) + " / " + stringifyTier(p.getIdle()) + " " +
-                    std::to_string(p.getTtl()) + " s")
-                       .str();
+    windowPlan = planString(w->getAttrOfType<CachePlanAttr>("plan"));
   });
   os << "<text x=\"20\" y=\"" << y + 26 << "\">windows: " << kv.windows << " layers x "
      << windowSize << " rows x " << windowRow << " B (" << escape(windowFormat) << ") = "
