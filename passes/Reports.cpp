@@ -186,10 +186,9 @@ void mlir::dsf::printKvComparison(const std::vector<KvReport> &reports, llvm::ra
   const KvReport &base = reports.front();
   os << "== KV comparison (relative to @" << base.model << ") ==\n";
   for (const KvReport &r : reports)
-    os << llvm::format("  @%-28s %10s B/token  x%.3f   (@%s / @%s = %.3f)\n", r.model.c_str(),
+    os << llvm::format("  @%-28s %10s B/token  x%.3f\n", r.model.c_str(),
                        formatBytes(r.globalBytesPerToken).c_str(),
-                       r.globalBytesPerToken / base.globalBytesPerToken, base.model.c_str(),
-                       r.model.c_str(), base.globalBytesPerToken / r.globalBytesPerToken);
+                       r.globalBytesPerToken / base.globalBytesPerToken);
 }
 
 ParamReport mlir::dsf::computeParamReport(ModelOp model) {
