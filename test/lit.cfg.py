@@ -10,7 +10,7 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.dsf_obj_root, "test")
-config.excludes = ["Inputs", "unit", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.excludes = ["Inputs", "unit", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "__pycache__"]
 
 config.substitutions.append(("%models", os.path.join(config.dsf_source_dir, "models")))
 config.substitutions.append(("%golden", config.dsf_golden_dir))
@@ -18,6 +18,10 @@ config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%test_src", config.test_source_root))
 if os.path.isdir(os.path.join(config.dsf_golden_dir, "v41-tiny")):
     config.available_features.add("golden")
+# The reference model needs NumPy: Debian's python3-numpy (scripts/setup.sh).
+config.substitutions.append(("%numpy_python", config.numpy_python))
+if config.numpy_python:
+    config.available_features.add("numpy")
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
