@@ -28,5 +28,6 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tools = [
     ToolSubst("dsf-opt", unresolved="fatal"),
     ToolSubst("dsf-compile", unresolved="fatal"),
+    ToolSubst("dsf-quant", unresolved="fatal"),
 ]
 llvm_config.add_tool_substitutions(tools, [config.dsf_tools_dir])
