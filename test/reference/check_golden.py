@@ -41,7 +41,7 @@ key = f"logits_{'quant' if quant else 'noquant'}_{device}_{'selective' if select
 ref = io[key]
 worst_rel, agree, total = 0.0, 0, 0
 for b in range(io["input_ids"].shape[0]):
-    out = model.forward(io["input_ids"][b].astype(np.int64))
+    out, _ = model.forward(io["input_ids"][b].astype(np.int64))
     assert np.all(np.isfinite(out)), "non-finite logits"
     rel = np.linalg.norm(out - ref[b]) / np.linalg.norm(ref[b])
     worst_rel = max(worst_rel, rel)

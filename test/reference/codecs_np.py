@@ -53,6 +53,10 @@ def quantize(x, element, scale, block):
     """Blocks of `block` along the last dim. Returns (codes, scale_bytes, dequantized)."""
     x = np.asarray(x, f32)
     shape = x.shape
+    if x.size == 0:  # e.g. a decode step that completes no compressed group
+        packed = shape[:-1] + (shape[-1] if element == "e4m3" else shape[-1] // 2,)
+        return (np.zeros(packed, np.uint8), np.zeros(shape[:-1] + (shape[-1] // block,), np.uint8),
+                np.zeros(shape, f32))
     blocks = x.reshape(-1, block)
     amax = np.abs(blocks).max(-1)
     if scale == "ue8m0":

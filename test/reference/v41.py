@@ -119,40 +119,33 @@ class Model:
         return x if self.quant is None else self.quant.roundtrip(kind, x)
 
     # --- attention --------------------------------------------------------
-    def attention(self, i, x, pos, shared):
-        c, w = self.c, self.w
+    def attention(self, i, x, pos, shared, state, kv_x=None, kv_pos=None):
+        """Attention of layer i for the query rows (x, pos). The layer's own
+        window K = V and, for a Full layer, its compressed KV and index keys
+        come from (kv_x, kv_pos) when given (a split layer's KV part runs over
+        more tokens than its queries) and are appended to `state` (the decode
+        state: window rows, entries, the ratio-2 pending row)."""
+        c = self.c
         p = f"layers.{i}.attn."
         H, hd = c["num_attention_heads"], c["head_dim"]
         ratio = self.ratios[i]
         freqs = self.compress_freqs if ratio > 0 else self.main_freqs
+        if kv_x is None:
+            kv_x, kv_pos = x, pos
         T = x.shape[0]
         qr = rms(x @ self.W(p + "wq_a.weight").T, self.W(p + "q_norm.weight"), self.eps)
         q = rope((qr @ self.W(p + "wq_b.weight").T).reshape(T, H, hd), pos, freqs)
-        kv = rope(rms(x @ self.W(p + "wkv.weight").T, self.W(p + "kv_norm.weight"), self.eps), pos, freqs)
-        kv = self.q("window", kv)
+        kv = rope(rms(kv_x @ self.W(p + "wkv.weight").T, self.W(p + "kv_norm.weight"), self.eps), kv_pos, freqs)
+        st = state.setdefault(i, {"win": np.zeros((0, hd), f32), "win_pos": np.zeros(0, np.int64)})
+        st["win"] = np.concatenate([st["win"], self.q("window", kv)], 0)
+        st["win_pos"] = np.concatenate([st["win_pos"], kv_pos])
 
-        selection = None
-        entries = None
+        selection = entries = None
         if ratio > 0:
-            full = i in self.kv_sources
-            if full:
-                Ck = x @ self.W(p + "compressor.wkv.weight").T
-                if ratio == 2:
-                    Z = x @ self.W(p + "compressor.wgate.weight").T
-                    groups = T // 2
-                    Ck2 = Ck[: 2 * groups].reshape(groups, 2, -1)
-                    Z2 = Z[: 2 * groups].reshape(groups, 2, -1)
-                    latent = np.sum(softmax(Z2, 1) * Ck2, axis=1)
-                else:
-                    latent = Ck
-                latent = rms(latent, self.W(p + "compressor.norm.weight"), self.eps)
-                epos = (np.arange(latent.shape[0]) * ratio).astype(np.int64)
-                keys = rms(latent @ self.W(p + "indexer.wk.weight").T, self.W(p + "indexer.k_norm.weight"), self.eps)
-                keys = self.q("index_keys", rope(keys, epos, freqs))
-                entries = self.q("kv", rope(latent, epos, freqs))
-                shared[ratio] = {"kv": entries, "keys": keys}
-            else:
-                entries, keys = shared[ratio]["kv"], shared[ratio]["keys"]
+            if i in self.kv_sources:
+                self.compress(i, kv_x, kv_pos, st, freqs)
+                shared[ratio] = {"kv": st["entries"], "keys": st["keys"]}
+            entries, keys = shared[ratio]["kv"], shared[ratio]["keys"]
             if i in self.index_sources:
                 HI, dI = c["index_n_heads"], c["index_head_dim"]
                 qi = rope((qr @ self.W(p + "indexer.wq_b.weight").T).reshape(T, HI, dI), pos, freqs)
@@ -172,13 +165,15 @@ class Model:
             else:
                 selection = shared[(ratio, "selection")]
 
-        # One softmax over [window | selected entries | sink].
+        # One softmax over [window | selected entries | sink]; the window is
+        # the rows of positions p-W+1..p that this layer has.
         W = c["sliding_window"]
         scale = f32(hd ** -0.5)
         sink = self.W(p + "attn_sink")
         out = np.zeros((T, H, hd), f32)
         for t in range(T):
-            keys_t = kv[max(0, t - W + 1): t + 1]                  # the window, query included
+            in_window = (st["win_pos"] > pos[t] - W) & (st["win_pos"] <= pos[t])
+            keys_t = st["win"][in_window]
             if selection is not None:
                 sel = selection[t][selection[t] >= 0]
                 keys_t = np.concatenate([keys_t, entries[sel]], 0)
@@ -187,10 +182,41 @@ class Model:
             e = np.exp(logits - m[:, None])
             denom = e.sum(-1) + np.exp(sink - m)
             out[t] = (e / denom[:, None]) @ keys_t
+        # Only the window's last W-1 rows are needed by later tokens.
+        keep = st["win_pos"] > st["win_pos"].max() - W
+        st["win"], st["win_pos"] = st["win"][keep], st["win_pos"][keep]
         out = rope(out, pos, freqs, inverse=True)
         G, r = c["o_groups"], c["o_lora_rank"]
         oa = np.einsum("tgi,goi->tgo", out.reshape(T, G, -1), self.W(p + "wo_a.weight").reshape(G, r, -1))
         return oa.reshape(T, -1) @ self.W(p + "wo_b.weight").T
+
+    def compress(self, i, x, pos, st, freqs):
+        """Appends the entries of complete groups to the layer's compressed KV
+        and index keys. Ratio 2: an odd token waits as the pending row (its
+        projection and gate, fp32) until its pair's second token arrives."""
+        p = f"layers.{i}.attn."
+        ratio = self.ratios[i]
+        Ck = x @ self.W(p + "compressor.wkv.weight").T
+        if ratio == 2:
+            Z = x @ self.W(p + "compressor.wgate.weight").T
+            if st.get("pending") is not None:
+                Ck = np.concatenate([st["pending"][0], Ck], 0)
+                Z = np.concatenate([st["pending"][1], Z], 0)
+                pos = np.concatenate([st["pending"][2], pos])
+            groups = Ck.shape[0] // 2
+            st["pending"] = (Ck[2 * groups:], Z[2 * groups:], pos[2 * groups:]) if Ck.shape[0] % 2 else None
+            width = Ck.shape[1]
+            latent = np.sum(softmax(Z[: 2 * groups].reshape(groups, 2, width), 1) *
+                            Ck[: 2 * groups].reshape(groups, 2, width), axis=1)
+            first = pos[: 2 * groups: 2]
+        else:
+            latent, first = Ck, pos
+        latent = rms(latent, self.W(p + "compressor.norm.weight"), self.eps)
+        keys = rms(latent @ self.W(p + "indexer.wk.weight").T, self.W(p + "indexer.k_norm.weight"), self.eps)
+        keys = self.q("index_keys", rope(keys, first, freqs))
+        entries = self.q("kv", rope(latent, first, freqs))
+        st["entries"] = np.concatenate([st.get("entries", np.zeros((0, entries.shape[1]), f32)), entries], 0)
+        st["keys"] = np.concatenate([st.get("keys", np.zeros((0, keys.shape[1]), f32)), keys], 0)
 
     def topk(self, scores, k):
         T, P = scores.shape
@@ -250,22 +276,51 @@ class Model:
         return y + h @ self.W(p + "shared_experts.w2.weight").T
 
     # --- the whole model -------------------------------------------------
-    def forward(self, ids, image=None):
+    def split_layer(self):
+        """The decoder's first Full layer (where prefill can be split)."""
+        for i, r in enumerate(self.ratios):
+            if r == 1 and i in self.kv_sources:
+                return i
+        return None
+
+    def tail_tokens(self, mode):
+        W = self.c["sliding_window"]
+        decoder = self.c["num_hidden_layers"] - self.split_layer()
+        return W + (decoder - 1) * (W - 1) if mode == "exact-tail" else W
+
+    def forward(self, ids, image=None, state=None, start=0, prefill="full"):
+        """Logits of the tokens `ids` at positions start.., continuing `state`
+        (None: a fresh sequence). prefill=exact-tail / bounded-replay runs the
+        decoder's first Full layer's KV part over every token and the rest of
+        the decoder over the last W + (L-1)(W-1) / W tokens; the logits are
+        then those of the tail."""
         c = self.c
         T = len(ids)
-        pos = np.arange(T, dtype=np.int64)
+        pos = np.arange(start, start + T, dtype=np.int64)
+        if state is None:
+            state = {"shared": {}, "layers": {}, "pre": None, "X": None}
         X = np.repeat(self.W("embed.weight")[ids][:, None, :], self.n, axis=1)
         pre_prev = np.zeros((T, self.n), f32)
         pre_prev[:, 0] = 1
-        shared = {}
+        split = self.split_layer() if prefill != "full" else None
+        tail = None
+        shared = state["shared"]
         for i in range(c["num_hidden_layers"]):
             p = f"layers.{i}."
+            if i == split:
+                tail = max(0, T - self.tail_tokens(prefill))
+                kv_x = rms(self.collapse(X, pre_prev), self.W(p + "attn_norm.weight"), self.eps)
+                kv_pos = pos
+                X, pre_prev, pos, ids = X[tail:], pre_prev[tail:], pos[tail:], ids[tail:]
+                image = image[tail:] if image is not None else None
+            else:
+                kv_x = kv_pos = None
             a_pre, a_post, a_comb = self.hc(X, p + "hc_attn")
             x = rms(self.collapse(X, pre_prev), self.W(p + "attn_norm.weight"), self.eps)
-            X = self.update(X, self.attention(i, x, pos, shared), a_post, a_comb)
+            X = self.update(X, self.attention(i, x, pos, shared, state["layers"], kv_x, kv_pos), a_post, a_comb)
             f_pre, f_post, f_comb = self.hc(X, p + "hc_ffn")
             z = rms(self.collapse(X, a_pre), self.W(p + "ffn_norm.weight"), self.eps)
             X = self.update(X, self.moe(i, z, image), f_post, f_comb)
             pre_prev = f_pre
         h = rms(self.collapse(X, pre_prev), self.W("norm.weight"), self.eps)
-        return h @ self.W("head.weight").T
+        return h @ self.W("head.weight").T, state
