@@ -153,3 +153,48 @@ dsf.model @ops attributes {family = "deepseek_v4", vocab_size = 16, hidden_size 
     return %out : tensor<?x8xf32>
   }
 }
+
+// Split layers, take_last, the fused mHC update, cache plans.
+// CHECK-LABEL: dsf.model @split
+// CHECK: %[[KV:.*]]:3 = dsf.layer 0(%{{.*}}) {attention = #dsf.attention<csa2>, mode = #dsf.csa2_mode<full>, part = #dsf.layer_part<kv>, ratio = 1 : i64}
+// CHECK: dsf.window.write %{{.*}} {plan = #dsf.cache_plan<live = device, idle = host, ttl = 300>}
+// CHECK: dsf.cache.write %{{.*}} {plan = #dsf.cache_plan<live = device, idle = ssd, ttl = 14400>}
+// CHECK: dsf.take_last %{{.*}} {count = 5 : i64} : tensor<?x8xf32>
+// CHECK: dsf.layer 0(%{{.*}}, %[[KV]]#0, %[[KV]]#1, %[[KV]]#2) {{{.*}}part = #dsf.layer_part<rest>
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} = dsf.mhc.fused_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} collapse(%{{.*}}) {base = @hb, eps = {{.*}}, fn = @hf, norm_eps = {{.*}}, scale = @hs, sinkhorn_iters = 20 : i64} : tensor<?x2x8xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<?x2x2xf32>, tensor<?x2xf32> -> tensor<?x2x8xf32>, tensor<?x2xf32>, tensor<?x2xf32>, tensor<?x2x2xf32>, tensor<?x8xf32>
+!swin = !dsf.window<size = 4, width = 8, #dsf.quant<f32>>
+!skv = !dsf.cache<kv, ratio = 1, width = 8, #dsf.quant<f32>>
+!sik = !dsf.cache<index_keys, ratio = 1, width = 8, #dsf.quant<f32>>
+!st = !dsf.topk<k = 2, ratio = 1>
+dsf.model @split attributes {family = "deepseek_v41", vocab_size = 16, hidden_size = 8, num_layers = 1, hc_mult = 2} {
+  dsf.weight @wq : tensor<8x8xf32>
+  dsf.weight @wi : tensor<1x8xf32>
+  dsf.weight @wkv : tensor<8x8xf32>
+  dsf.weight @norm : tensor<8xf32>
+  dsf.weight @sink : tensor<1xf32>
+  dsf.weight @hf : tensor<8x16xf32>
+  dsf.weight @hb : tensor<8xf32>
+  dsf.weight @hs : tensor<3xf32>
+  func.func @prefill(%x: tensor<?x8xf32>, %X: tensor<?x2x8xf32>, %post: tensor<?x2xf32>, %comb: tensor<?x2x2xf32>, %p: tensor<?x2xf32>) {
+    %w0, %c0, %k0 = dsf.layer 0 (%x) {attention = #dsf.attention<csa2>, mode = #dsf.csa2_mode<full>, part = #dsf.layer_part<kv>, ratio = 1 : i64} : (tensor<?x8xf32>) -> (!swin, !skv, !sik) {
+    ^bb0(%a: tensor<?x8xf32>):
+      %w = dsf.window.write %a {plan = #dsf.cache_plan<live = device, idle = host, ttl = 300>} : tensor<?x8xf32> -> !swin
+      %l = dsf.compress %a {kind = #dsf.compressor<project>, ratio = 1 : i64, wkv = @wkv, norm = @norm, eps = 1.0e-6 : f64} : tensor<?x8xf32> -> tensor<?x8xf32>
+      %c = dsf.cache.write %l {plan = #dsf.cache_plan<live = device, idle = ssd, ttl = 14400>} : tensor<?x8xf32> -> !skv
+      %k = dsf.cache.write %l : tensor<?x8xf32> -> !sik
+      dsf.yield %w, %c, %k : !swin, !skv, !sik
+    }
+    %tail = dsf.take_last %x {count = 5 : i64} : tensor<?x8xf32>
+    %X0 = dsf.layer 0 (%tail, %w0, %c0, %k0) {attention = #dsf.attention<csa2>, mode = #dsf.csa2_mode<full>, part = #dsf.layer_part<rest>, ratio = 1 : i64} : (tensor<?x8xf32>, !swin, !skv, !sik) -> tensor<?x8xf32> {
+    ^bb0(%a: tensor<?x8xf32>, %w: !swin, %c: !skv, %k: !sik):
+      %q = dsf.linear %a weight(@wq) : tensor<?x8xf32> -> tensor<?x1x8xf32>
+      %iw = dsf.linear %a weight(@wi) : tensor<?x8xf32> -> tensor<?x1xf32>
+      %t = dsf.index_topk %q, %iw, %k {k = 2 : i64, scale = 1.0 : f64} : tensor<?x1x8xf32>, tensor<?x1xf32>, !sik -> !st
+      %o = dsf.attention %q, %w, %c [%t] sink(@sink) {scale = 1.0 : f64} : tensor<?x1x8xf32>, !swin, !skv, !st -> tensor<?x1x8xf32>
+      dsf.yield %a : tensor<?x8xf32>
+    }
+    %u, %npre, %npost, %ncomb, %xc = dsf.mhc.fused_update %X, %x, %post, %comb collapse(%p) {fn = @hf, base = @hb, scale = @hs, sinkhorn_iters = 20 : i64, eps = 1.0e-6 : f64, norm_eps = 1.0e-20 : f64} : tensor<?x2x8xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<?x2x2xf32>, tensor<?x2xf32> -> tensor<?x2x8xf32>, tensor<?x2xf32>, tensor<?x2xf32>, tensor<?x2x2xf32>, tensor<?x8xf32>
+    return
+  }
+}
+
