@@ -139,6 +139,11 @@ LogicalResult WeightDeclOp::verify() {
   if (auto names = getExpertNamesAttr())
     if (!names.getValue().contains("{e}"))
       return emitOpError() << "expert_names must contain '{e}' for the expert index";
+  if (auto value = getValueAttr())
+    if (value.getShapedType().getShape() != type.getShape() ||
+        value.getShapedType().getElementType() != type.getElementType())
+      return emitOpError() << "weight @" << getSymName() << " is " << type << " but its value is "
+                           << value.getShapedType();
   return success();
 }
 

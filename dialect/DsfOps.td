@@ -72,6 +72,8 @@ def Dsf_WeightDeclOp : Dsf_Op<"weight", [Symbol, HasParent<"ModelOp">]> {
     UE8M0 blocks, MXFP4, ...). Routed experts are declared stacked, one
     tensor `[E, ...]` per layer and projection; `expert_names` gives the
     per-expert checkpoint name with `{e}` standing for the expert index.
+    `value`, when present, is the weight's contents (tests, small constants);
+    lowering then makes it a constant instead of an argument the runtime binds.
 
     ```mlir
     dsf.weight @"layers.2.attn.wq_a.weight" : tensor<1280x5120xbf16>
@@ -82,7 +84,8 @@ def Dsf_WeightDeclOp : Dsf_Op<"weight", [Symbol, HasParent<"ModelOp">]> {
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, TypeAttrOf<AnyStaticShapeTensor>:$type,
-      OptionalAttr<Dsf_QuantAttr>:$format, OptionalAttr<StrAttr>:$expert_names);
+      OptionalAttr<Dsf_QuantAttr>:$format, OptionalAttr<StrAttr>:$expert_names,
+      OptionalAttr<ElementsAttr>:$value);
   let assemblyFormat = "$sym_name `:` $type attr-dict";
   let hasVerifier = 1;
   let extraClassDeclaration = [{

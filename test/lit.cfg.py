@@ -23,6 +23,15 @@ config.substitutions.append(("%numpy_python", config.numpy_python))
 if config.numpy_python:
     config.available_features.add("numpy")
 
+# Running lowered code: mlir-runner and its support libraries (Debian's mlir-22-tools).
+llvm_lib = os.path.join(os.path.dirname(config.llvm_tools_dir), "lib")
+runner_utils = os.path.join(llvm_lib, "libmlir_runner_utils.so")
+c_runner_utils = os.path.join(llvm_lib, "libmlir_c_runner_utils.so")
+config.substitutions.append(("%mlir_runner_utils", runner_utils))
+config.substitutions.append(("%mlir_c_runner_utils", c_runner_utils))
+if os.path.exists(runner_utils) and os.path.exists(c_runner_utils):
+    config.available_features.add("mlir-runner")
+
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tools = [

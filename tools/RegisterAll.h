@@ -9,23 +9,60 @@
 #define DSF_TOOLS_REGISTERALL_H
 
 #include "dialect/DsfDialect.h"
+#include "lowering/Passes.h"
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
 
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
 namespace dsf {
 inline void registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<mlir::dsf::DsfDialect, mlir::func::FuncDialect>();
+  // What the CPU lowering goes through.
+  registry.insert<mlir::linalg::LinalgDialect, mlir::tensor::TensorDialect,
+                  mlir::arith::ArithDialect, mlir::math::MathDialect, mlir::scf::SCFDialect,
+                  mlir::memref::MemRefDialect, mlir::bufferization::BufferizationDialect,
+                  mlir::cf::ControlFlowDialect, mlir::LLVM::LLVMDialect,
+                  mlir::affine::AffineDialect>();
+  mlir::arith::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::linalg::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::tensor::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::scf::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(registry);
 }
 inline void registerAllPasses() {
   mlir::dsf::registerDsfPasses();
   mlir::dsf::registerDefaultPipeline();
+  mlir::dsf::registerDsfLoweringPasses();
+  mlir::dsf::registerCpuPipeline();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
+  mlir::registerConversionPasses();
+  mlir::bufferization::registerBufferizationPasses();
+  mlir::memref::registerMemRefPasses();
+  mlir::registerLinalgPasses();
 }
 } // namespace dsf
 

@@ -92,7 +92,8 @@ private:
     }
     auto decl = WeightDeclOp::create(b, loc, b.getStringAttr(name),
                                      TypeAttr::get(RankedTensorType::get(shape, element)), format,
-                                     expertNames.empty() ? StringAttr() : b.getStringAttr(expertNames));
+                                     expertNames.empty() ? StringAttr() : b.getStringAttr(expertNames),
+                                     ElementsAttr());
     (void)decl;
     return FlatSymbolRefAttr::get(ctx, name);
   }

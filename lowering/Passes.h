@@ -1,0 +1,25 @@
+//===- Passes.h - passes that leave the dsf dialect ------------------------===//
+#ifndef DSF_LOWERING_PASSES_H
+#define DSF_LOWERING_PASSES_H
+
+#include "dialect/DsfDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::dsf {
+#define GEN_PASS_DECL
+#include "lowering/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "lowering/Passes.h.inc"
+
+/// dsf-to-linalg, bufferization, loops, LLVM: the host (CPU) pipeline,
+/// registered as `dsf-lower-cpu`.
+void registerCpuPipeline();
+} // namespace mlir::dsf
+
+#endif // DSF_LOWERING_PASSES_H
