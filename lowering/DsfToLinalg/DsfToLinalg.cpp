@@ -8,12 +8,14 @@
 #include "lowering/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
 #include <cmath>
+#include <limits>
 
 namespace mlir::dsf {
 #define GEN_PASS_DEF_DSFTOLINALG
@@ -60,6 +62,54 @@ SmallVector<unsigned> range(unsigned from, unsigned to) {
   for (unsigned i = from; i < to; ++i)
     r.push_back(i);
   return r;
+}
+
+Value f32Const(OpBuilder &b, Location loc, double v) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(v)));
+}
+
+/// y[t, o] = sum_i x[t, i] * w[o, i] for x [?, I] and w [O, I].
+Value rowsTimesTransposed(OpBuilder &b, Location loc, Value x, Value w) {
+  MLIRContext *ctx = b.getContext();
+  auto type = RankedTensorType::get({ShapedType::kDynamic, tensorType(w).getDimSize(0)}, b.getF32Type());
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{type}, ValueRange{x, w}, ValueRange{zeros(b, loc, type, x)},
+             ArrayRef<AffineMap>{pick(ctx, 3, {0, 2}), pick(ctx, 3, {1, 2}), pick(ctx, 3, {0, 1})}, iterators(2, 1),
+             [&](OpBuilder &nb, Location l, ValueRange a) {
+               Value p = arith::MulFOp::create(nb, l, a[0], a[1]);
+               linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], p).getResult());
+             })
+      .getResult(0);
+}
+
+/// 1 / (1 + exp(-x)), as the reference writes it.
+Value sigmoid(OpBuilder &b, Location loc, Value x) {
+  Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
+  return arith::DivFOp::create(b, loc, f32Const(b, loc, 1), arith::AddFOp::create(b, loc, f32Const(b, loc, 1), e));
+}
+
+/// The clamped SwiGLU of the experts: silu(min(g, limit)) * clamp(u, -limit, limit).
+Value clampedSwiglu(OpBuilder &b, Location loc, Value g, Value u, double limit) {
+  Value lim = f32Const(b, loc, limit), negLim = f32Const(b, loc, -limit);
+  Value gc = arith::MinimumFOp::create(b, loc, g, lim);
+  Value silu = arith::MulFOp::create(b, loc, gc, sigmoid(b, loc, gc));
+  Value uc = arith::MaximumFOp::create(b, loc, arith::MinimumFOp::create(b, loc, u, lim), negLim);
+  return arith::MulFOp::create(b, loc, silu, uc);
+}
+
+/// Applies `body(a...)` elementwise over same-shaped tensors (the first
+/// supplies the dynamic token axis).
+Value elementwise(OpBuilder &b, Location loc, ValueRange inputs,
+                  function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
+  auto type = tensorType(inputs[0]);
+  unsigned r = type.getRank();
+  SmallVector<AffineMap> maps(inputs.size() + 1, pick(b.getContext(), r, range(0, r)));
+  return linalg::GenericOp::create(b, loc, TypeRange{type}, inputs, ValueRange{emptyTensor(b, loc, type, inputs[0])},
+                                   maps, iterators(r),
+                                   [&](OpBuilder &nb, Location l, ValueRange a) {
+                                     linalg::YieldOp::create(nb, l, body(nb, l, a.drop_back()));
+                                   })
+      .getResult(0);
 }
 
 template <typename OpTy>
@@ -361,6 +411,202 @@ struct HcUpdateLowering : DsfPattern<HcUpdateOp> {
   }
 };
 
+struct FfnLowering : DsfPattern<FfnOp> {
+  using DsfPattern::DsfPattern;
+  LogicalResult matchAndRewrite(FfnOp op, OpAdaptor adaptor, ConversionPatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    double limit = op.getSwigluLimit().convertToDouble();
+    Value g = rowsTimesTransposed(b, loc, x, weight(op, op.getW1Attr()));
+    Value u = rowsTimesTransposed(b, loc, x, weight(op, op.getW3Attr()));
+    Value h = elementwise(b, loc, ValueRange{g, u},
+                          [&](OpBuilder &nb, Location l, ValueRange a) { return clampedSwiglu(nb, l, a[0], a[1], limit); });
+    b.replaceOp(op, rowsTimesTransposed(b, loc, h, weight(op, op.getW2Attr())));
+    return success();
+  }
+};
+
+/// Routed experts computed per (token, slot): each slot gathers its expert's
+/// rows from the stacked weights, so the work is tokens x top_k experts, not
+/// tokens x all experts.
+struct MoeExpertsLowering : DsfPattern<MoeExpertsOp> {
+  using DsfPattern::DsfPattern;
+  LogicalResult matchAndRewrite(MoeExpertsOp op, OpAdaptor adaptor, ConversionPatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = b.getContext();
+    Value x = adaptor.getInput(), routing = adaptor.getRoutingWeights(), experts = adaptor.getExperts();
+    Value w1 = weight(op, op.getW1Attr()), w2 = weight(op, op.getW2Attr()), w3 = weight(op, op.getW3Attr());
+    int64_t topK = tensorType(routing).getDimSize(1), inter = tensorType(w1).getDimSize(1);
+    double limit = op.getSwigluLimit().convertToDouble();
+    auto hType = RankedTensorType::get({ShapedType::kDynamic, topK, inter}, b.getF32Type());
+    // (t, k, i, d): g[t, k, i] = sum_d W[e[t, k], i, d] x[t, d]
+    auto project = [&](Value stacked) {
+      return linalg::GenericOp::create(
+                 b, loc, TypeRange{hType}, ValueRange{experts, x}, ValueRange{zeros(b, loc, hType, x)},
+                 ArrayRef<AffineMap>{pick(ctx, 4, {0, 1}), pick(ctx, 4, {0, 3}), pick(ctx, 4, {0, 1, 2})},
+                 iterators(3, 1),
+                 [&](OpBuilder &nb, Location l, ValueRange a) {
+                   Value e = arith::IndexCastOp::create(nb, l, nb.getIndexType(), a[0]);
+                   Value w = tensor::ExtractOp::create(
+                       nb, l, stacked, ValueRange{e, linalg::IndexOp::create(nb, l, 2), linalg::IndexOp::create(nb, l, 3)});
+                   Value p = arith::MulFOp::create(nb, l, w, a[1]);
+                   linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], p).getResult());
+                 })
+          .getResult(0);
+    };
+    Value g = project(w1), u = project(w3);
+    auto h = linalg::GenericOp::create(
+        b, loc, TypeRange{hType}, ValueRange{g, u, routing}, ValueRange{emptyTensor(b, loc, hType, x)},
+        ArrayRef<AffineMap>{pick(ctx, 3, {0, 1, 2}), pick(ctx, 3, {0, 1, 2}), pick(ctx, 3, {0, 1}), pick(ctx, 3, {0, 1, 2})},
+        iterators(3), [&](OpBuilder &nb, Location l, ValueRange a) {
+          linalg::YieldOp::create(nb, l, arith::MulFOp::create(nb, l, a[2], clampedSwiglu(nb, l, a[0], a[1], limit)).getResult());
+        });
+    // (t, d, k, i): y[t, d] = sum_k sum_i W2[e[t, k], d, i] h[t, k, i]
+    auto type = llvm::cast<RankedTensorType>(op.getType());
+    auto y = linalg::GenericOp::create(
+        b, loc, TypeRange{type}, ValueRange{experts, h.getResult(0)}, ValueRange{zeros(b, loc, type, x)},
+        ArrayRef<AffineMap>{pick(ctx, 4, {0, 2}), pick(ctx, 4, {0, 2, 3}), pick(ctx, 4, {0, 1})}, iterators(2, 2),
+        [&](OpBuilder &nb, Location l, ValueRange a) {
+          Value e = arith::IndexCastOp::create(nb, l, nb.getIndexType(), a[0]);
+          Value w = tensor::ExtractOp::create(
+              nb, l, w2, ValueRange{e, linalg::IndexOp::create(nb, l, 1), linalg::IndexOp::create(nb, l, 3)});
+          Value p = arith::MulFOp::create(nb, l, w, a[1]);
+          linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], p).getResult());
+        });
+    b.replaceOp(op, y.getResults());
+    return success();
+  }
+};
+
+/// The mHC coefficients. The projection and the sum of squares are two
+/// reductions over the flattened streams; the n + n + n*n results are then
+/// small per-token work: sigmoid, a row softmax and the Sinkhorn rounds (an
+/// scf.for over whole [tokens, n, n] tensors).
+struct HcCoeffsLowering : DsfPattern<HcCoeffsOp> {
+  using DsfPattern::DsfPattern;
+
+  /// comb / (sum over `axis` of comb + eps), axis 1 (j, columns) or 2 (k, rows).
+  static Value normalise(OpBuilder &b, Location loc, Value comb, unsigned axis, double eps) {
+    MLIRContext *ctx = b.getContext();
+    auto type = tensorType(comb);
+    auto sumType = RankedTensorType::get({ShapedType::kDynamic, type.getDimSize(1)}, b.getF32Type());
+    unsigned kept = axis == 1 ? 2 : 1;
+    // (t, kept, reduced)
+    SmallVector<unsigned> combDims = axis == 1 ? SmallVector<unsigned>{0, 2, 1} : SmallVector<unsigned>{0, 1, 2};
+    Value sums = linalg::GenericOp::create(
+                     b, loc, TypeRange{sumType}, ValueRange{comb}, ValueRange{zeros(b, loc, sumType, comb)},
+                     ArrayRef<AffineMap>{pick(ctx, 3, combDims), pick(ctx, 3, {0, 1})}, iterators(2, 1),
+                     [&](OpBuilder &nb, Location l, ValueRange a) {
+                       linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[1], a[0]).getResult());
+                     })
+                     .getResult(0);
+    // In place (comb is the output operand): inside the Sinkhorn loop the
+    // yielded tensor is then the loop's own buffer, which bufferization needs.
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{type}, ValueRange{sums}, ValueRange{comb},
+               ArrayRef<AffineMap>{pick(ctx, 3, {0, kept}), pick(ctx, 3, {0, 1, 2})}, iterators(3),
+               [&](OpBuilder &nb, Location l, ValueRange a) {
+                 Value d = arith::AddFOp::create(nb, l, a[0], f32Const(nb, l, eps));
+                 linalg::YieldOp::create(nb, l, arith::DivFOp::create(nb, l, a[1], d).getResult());
+               })
+        .getResult(0);
+  }
+
+  LogicalResult matchAndRewrite(HcCoeffsOp op, OpAdaptor adaptor, ConversionPatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = b.getContext();
+    Value X = adaptor.getStreams();
+    auto sType = tensorType(X);
+    int64_t n = sType.getDimSize(1), width = sType.getDimSize(1) * sType.getDimSize(2);
+    Value flat = tensor::CollapseShapeOp::create(b, loc, X, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
+    Value fn = weight(op, op.getFnAttr()), base = weight(op, op.getBaseAttr()), scale = weight(op, op.getScaleAttr());
+    Value mix = rowsTimesTransposed(b, loc, flat, fn);
+    auto rowType = RankedTensorType::get({ShapedType::kDynamic}, b.getF32Type());
+    Value sumsq = linalg::GenericOp::create(
+                      b, loc, TypeRange{rowType}, ValueRange{flat}, ValueRange{zeros(b, loc, rowType, flat)},
+                      ArrayRef<AffineMap>{pick(ctx, 2, {0, 1}), pick(ctx, 2, {0})}, iterators(1, 1),
+                      [&](OpBuilder &nb, Location l, ValueRange a) {
+                        Value sq = arith::MulFOp::create(nb, l, a[0], a[0]);
+                        linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[1], sq).getResult());
+                      })
+                      .getResult(0);
+    double eps = op.getEps().convertToDouble(), normEps = op.getNormEps().convertToDouble();
+    // logits[t, m] = mix[t, m] / sqrt(mean + norm_eps) * scale[group(m)] + base[m]
+    auto mixType = tensorType(mix);
+    Value logits = linalg::GenericOp::create(
+                       b, loc, TypeRange{mixType}, ValueRange{mix, sumsq, base},
+                       ValueRange{emptyTensor(b, loc, mixType, mix)},
+                       ArrayRef<AffineMap>{pick(ctx, 2, {0, 1}), pick(ctx, 2, {0}), pick(ctx, 2, {1}), pick(ctx, 2, {0, 1})},
+                       iterators(2),
+                       [&](OpBuilder &nb, Location l, ValueRange a) {
+                         Value mean = arith::DivFOp::create(nb, l, a[1], f32Const(nb, l, double(width)));
+                         Value rms = math::SqrtOp::create(nb, l, arith::AddFOp::create(nb, l, mean, f32Const(nb, l, normEps)));
+                         Value m = linalg::IndexOp::create(nb, l, 1);
+                         auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(nb, l, v).getResult(); };
+                         Value group = arith::MinUIOp::create(nb, l, arith::DivUIOp::create(nb, l, m, idx(n)), idx(2));
+                         Value sc = tensor::ExtractOp::create(nb, l, scale, ValueRange{group});
+                         Value v = arith::MulFOp::create(nb, l, arith::DivFOp::create(nb, l, a[0], rms), sc);
+                         linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, v, a[2]).getResult());
+                       })
+                       .getResult(0);
+    auto slice = [&](int64_t offset, int64_t size) {
+      SmallVector<OpFoldResult> offsets{b.getIndexAttr(0), b.getIndexAttr(offset)};
+      SmallVector<OpFoldResult> sizes{tensor::DimOp::create(b, loc, logits, 0).getResult(), b.getIndexAttr(size)};
+      SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
+      return tensor::ExtractSliceOp::create(b, loc, logits, offsets, sizes, strides).getResult();
+    };
+    Value pre = elementwise(b, loc, ValueRange{slice(0, n)}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+      return arith::AddFOp::create(nb, l, sigmoid(nb, l, a[0]), f32Const(nb, l, eps));
+    });
+    Value post = elementwise(b, loc, ValueRange{slice(n, n)}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+      return arith::MulFOp::create(nb, l, f32Const(nb, l, 2), sigmoid(nb, l, a[0]));
+    });
+    auto combType = llvm::cast<RankedTensorType>(op.getComb().getType());
+    SmallVector<OpFoldResult> combShape{tensor::DimOp::create(b, loc, logits, 0).getResult(), b.getIndexAttr(n),
+                                        b.getIndexAttr(n)};
+    Value comb = tensor::ExpandShapeOp::create(b, loc, combType, slice(2 * n, n * n),
+                                               ArrayRef<ReassociationIndices>{{0}, {1, 2}}, combShape);
+    // Row softmax (max-subtracted, as the reference) + eps.
+    auto rowsType = RankedTensorType::get({ShapedType::kDynamic, n}, b.getF32Type());
+    Value lowest = f32Const(b, loc, -std::numeric_limits<float>::infinity());
+    Value maxInit = linalg::FillOp::create(b, loc, ValueRange{lowest}, ValueRange{emptyTensor(b, loc, rowsType, comb)})
+                        .getResult(0);
+    Value rowMax = linalg::GenericOp::create(
+                       b, loc, TypeRange{rowsType}, ValueRange{comb}, ValueRange{maxInit},
+                       ArrayRef<AffineMap>{pick(ctx, 3, {0, 1, 2}), pick(ctx, 3, {0, 1})}, iterators(2, 1),
+                       [&](OpBuilder &nb, Location l, ValueRange a) {
+                         linalg::YieldOp::create(nb, l, arith::MaximumFOp::create(nb, l, a[1], a[0]).getResult());
+                       })
+                       .getResult(0);
+    Value exps = linalg::GenericOp::create(
+                     b, loc, TypeRange{combType}, ValueRange{comb, rowMax}, ValueRange{emptyTensor(b, loc, combType, comb)},
+                     ArrayRef<AffineMap>{pick(ctx, 3, {0, 1, 2}), pick(ctx, 3, {0, 1}), pick(ctx, 3, {0, 1, 2})},
+                     iterators(3),
+                     [&](OpBuilder &nb, Location l, ValueRange a) {
+                       linalg::YieldOp::create(nb, l, math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, a[0], a[1])).getResult());
+                     })
+                     .getResult(0);
+    Value soft = normalise(b, loc, exps, 2, 0.0);
+    soft = elementwise(b, loc, ValueRange{soft}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+      return arith::AddFOp::create(nb, l, a[0], f32Const(nb, l, eps));
+    });
+    comb = normalise(b, loc, soft, 1, eps);
+    int64_t rounds = op.getSinkhornIters() - 1;
+    if (rounds > 0) {
+      Value lb = arith::ConstantIndexOp::create(b, loc, 0), ub = arith::ConstantIndexOp::create(b, loc, rounds),
+            step = arith::ConstantIndexOp::create(b, loc, 1);
+      auto loop = scf::ForOp::create(b, loc, lb, ub, step, ValueRange{comb},
+                                     [&](OpBuilder &nb, Location l, Value, ValueRange iter) {
+                                       Value c = normalise(nb, l, iter[0], 2, eps);
+                                       scf::YieldOp::create(nb, l, normalise(nb, l, c, 1, eps));
+                                     });
+      comb = loop.getResult(0);
+    }
+    b.replaceOp(op, {pre, post, comb});
+    return success();
+  }
+};
+
 struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
   /// Replaces each dsf.layer by its body.
   static void inlineLayers(func::FuncOp func) {
@@ -431,10 +677,11 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
     ConversionTarget target(*ctx);
     target.addIllegalDialect<DsfDialect>();
     target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect, arith::ArithDialect,
-                           math::MathDialect, func::FuncDialect>();
+                           math::MathDialect, func::FuncDialect, scf::SCFDialect>();
     RewritePatternSet patterns(ctx);
     patterns.add<EmbedLowering, RmsNormLowering, LinearLowering, RopeLowering, AddLowering,
-                 TakeLastLowering, HcExpandLowering, HcCollapseLowering, HcUpdateLowering>(ctx, weights);
+                 TakeLastLowering, HcExpandLowering, HcCollapseLowering, HcUpdateLowering, FfnLowering,
+                 MoeExpertsLowering, HcCoeffsLowering>(ctx, weights);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       signalPassFailure();
   }
