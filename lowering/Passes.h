@@ -17,8 +17,9 @@ namespace mlir::dsf {
 #define GEN_PASS_REGISTRATION
 #include "lowering/Passes.h.inc"
 
-/// dsf-to-linalg, bufferization, loops, LLVM: the host (CPU) pipeline,
-/// registered as `dsf-lower-cpu`.
+/// dsf-to-linalg, bufferization with deallocation, loops, LLVM: the host
+/// (CPU) pipeline, registered as `dsf-lower-cpu`.
+LogicalResult buildCpuPipeline(OpPassManager &pm);
 void registerCpuPipeline();
 } // namespace mlir::dsf
 

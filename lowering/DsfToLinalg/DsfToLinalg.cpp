@@ -5,10 +5,9 @@
 // NumPy reference (test/reference) computes the same in the same order.
 //
 //===----------------------------------------------------------------------===//
-#include "lowering/Passes.h"
+#include "lowering/DsfToLinalg/Builders.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "llvm/ADT/StringMap.h"
@@ -21,107 +20,41 @@ namespace mlir::dsf {
 #define GEN_PASS_DEF_DSFTOLINALG
 #include "lowering/Passes.h.inc"
 
+Value lowering::rmsNormRows(OpBuilder &b, Location loc, Value x, Value w, double eps) {
+    MLIRContext *ctx = b.getContext();
+    auto type = tensorType(x);
+    unsigned r = type.getRank();
+    int64_t width = type.getShape().back();
+    auto reducedType = RankedTensorType::get(type.getShape().drop_back(), b.getF32Type());
+    auto sumsq = linalg::GenericOp::create(
+        b, loc, TypeRange{reducedType}, ValueRange{x}, ValueRange{zeros(b, loc, reducedType, x)},
+        ArrayRef<AffineMap>{pick(ctx, r, range(0, r)), pick(ctx, r, range(0, r - 1))}, iterators(r - 1, 1),
+        [&](OpBuilder &nb, Location l, ValueRange a) {
+          Value sq = arith::MulFOp::create(nb, l, a[0], a[0]);
+          linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[1], sq).getResult());
+        });
+    SmallVector<Value> inputs{x, sumsq.getResult(0)};
+    SmallVector<AffineMap> maps{pick(ctx, r, range(0, r)), pick(ctx, r, range(0, r - 1))};
+    if (w) {
+      inputs.push_back(w);
+      maps.push_back(pick(ctx, r, {r - 1}));
+    }
+    maps.push_back(pick(ctx, r, range(0, r)));
+    auto out = linalg::GenericOp::create(
+        b, loc, TypeRange{type}, inputs, ValueRange{emptyTensor(b, loc, type, x)}, maps, iterators(r),
+        [&](OpBuilder &nb, Location l, ValueRange a) {
+          Value mean = arith::DivFOp::create(nb, l, a[1], arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(float(width))));
+          Value plus = arith::AddFOp::create(nb, l, mean, arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(float(eps))));
+          Value y = arith::MulFOp::create(nb, l, a[0], math::RsqrtOp::create(nb, l, plus));
+          if (w)
+            y = arith::MulFOp::create(nb, l, y, a[2]);
+          linalg::YieldOp::create(nb, l, y);
+        });
+  return out.getResult(0);
+}
+
 namespace {
-
-/// Per function: the SSA value standing for each weight symbol.
-using WeightValues = llvm::DenseMap<Operation *, llvm::StringMap<Value>>;
-
-RankedTensorType tensorType(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
-
-/// An empty tensor of `type` whose dynamic token axis is `like`'s dimension 0.
-Value emptyTensor(OpBuilder &b, Location loc, RankedTensorType type, Value like) {
-  SmallVector<OpFoldResult> sizes;
-  for (int64_t i = 0; i < type.getRank(); ++i)
-    sizes.push_back(type.isDynamicDim(i) ? OpFoldResult(tensor::DimOp::create(b, loc, like, 0).getResult())
-                                         : OpFoldResult(b.getIndexAttr(type.getDimSize(i))));
-  return tensor::EmptyOp::create(b, loc, sizes, type.getElementType());
-}
-
-Value zeros(OpBuilder &b, Location loc, RankedTensorType type, Value like) {
-  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
-  return linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{emptyTensor(b, loc, type, like)})
-      .getResult(0);
-}
-
-SmallVector<utils::IteratorType> iterators(unsigned parallel, unsigned reduction = 0) {
-  SmallVector<utils::IteratorType> it(parallel, utils::IteratorType::parallel);
-  it.append(reduction, utils::IteratorType::reduction);
-  return it;
-}
-
-/// (d0, ..., dn-1) -> (d_i for i in dims)
-AffineMap pick(MLIRContext *ctx, unsigned n, ArrayRef<unsigned> dims) {
-  SmallVector<AffineExpr> exprs;
-  for (unsigned d : dims)
-    exprs.push_back(getAffineDimExpr(d, ctx));
-  return AffineMap::get(n, 0, exprs, ctx);
-}
-
-SmallVector<unsigned> range(unsigned from, unsigned to) {
-  SmallVector<unsigned> r;
-  for (unsigned i = from; i < to; ++i)
-    r.push_back(i);
-  return r;
-}
-
-Value f32Const(OpBuilder &b, Location loc, double v) {
-  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(v)));
-}
-
-/// y[t, o] = sum_i x[t, i] * w[o, i] for x [?, I] and w [O, I].
-Value rowsTimesTransposed(OpBuilder &b, Location loc, Value x, Value w) {
-  MLIRContext *ctx = b.getContext();
-  auto type = RankedTensorType::get({ShapedType::kDynamic, tensorType(w).getDimSize(0)}, b.getF32Type());
-  return linalg::GenericOp::create(
-             b, loc, TypeRange{type}, ValueRange{x, w}, ValueRange{zeros(b, loc, type, x)},
-             ArrayRef<AffineMap>{pick(ctx, 3, {0, 2}), pick(ctx, 3, {1, 2}), pick(ctx, 3, {0, 1})}, iterators(2, 1),
-             [&](OpBuilder &nb, Location l, ValueRange a) {
-               Value p = arith::MulFOp::create(nb, l, a[0], a[1]);
-               linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], p).getResult());
-             })
-      .getResult(0);
-}
-
-/// 1 / (1 + exp(-x)), as the reference writes it.
-Value sigmoid(OpBuilder &b, Location loc, Value x) {
-  Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
-  return arith::DivFOp::create(b, loc, f32Const(b, loc, 1), arith::AddFOp::create(b, loc, f32Const(b, loc, 1), e));
-}
-
-/// The clamped SwiGLU of the experts: silu(min(g, limit)) * clamp(u, -limit, limit).
-Value clampedSwiglu(OpBuilder &b, Location loc, Value g, Value u, double limit) {
-  Value lim = f32Const(b, loc, limit), negLim = f32Const(b, loc, -limit);
-  Value gc = arith::MinimumFOp::create(b, loc, g, lim);
-  Value silu = arith::MulFOp::create(b, loc, gc, sigmoid(b, loc, gc));
-  Value uc = arith::MaximumFOp::create(b, loc, arith::MinimumFOp::create(b, loc, u, lim), negLim);
-  return arith::MulFOp::create(b, loc, silu, uc);
-}
-
-/// Applies `body(a...)` elementwise over same-shaped tensors (the first
-/// supplies the dynamic token axis).
-Value elementwise(OpBuilder &b, Location loc, ValueRange inputs,
-                  function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
-  auto type = tensorType(inputs[0]);
-  unsigned r = type.getRank();
-  SmallVector<AffineMap> maps(inputs.size() + 1, pick(b.getContext(), r, range(0, r)));
-  return linalg::GenericOp::create(b, loc, TypeRange{type}, inputs, ValueRange{emptyTensor(b, loc, type, inputs[0])},
-                                   maps, iterators(r),
-                                   [&](OpBuilder &nb, Location l, ValueRange a) {
-                                     linalg::YieldOp::create(nb, l, body(nb, l, a.drop_back()));
-                                   })
-      .getResult(0);
-}
-
-template <typename OpTy>
-struct DsfPattern : OpConversionPattern<OpTy> {
-  DsfPattern(MLIRContext *ctx, WeightValues &weights) : OpConversionPattern<OpTy>(ctx), weights(weights) {}
-  Value weight(Operation *op, FlatSymbolRefAttr sym) const {
-    auto &map = weights[op->getParentOfType<func::FuncOp>()];
-    auto it = map.find(sym.getValue());
-    return it == map.end() ? Value() : it->second;
-  }
-  WeightValues &weights;
-};
+using namespace lowering;
 
 struct EmbedLowering : DsfPattern<EmbedOp> {
   using DsfPattern::DsfPattern;
@@ -146,40 +79,8 @@ struct EmbedLowering : DsfPattern<EmbedOp> {
 struct RmsNormLowering : DsfPattern<RmsNormOp> {
   using DsfPattern::DsfPattern;
   LogicalResult matchAndRewrite(RmsNormOp op, OpAdaptor adaptor, ConversionPatternRewriter &b) const override {
-    Location loc = op.getLoc();
-    MLIRContext *ctx = b.getContext();
-    Value x = adaptor.getInput();
-    auto type = tensorType(x);
-    unsigned r = type.getRank();
-    int64_t width = type.getShape().back();
-    auto reducedType = RankedTensorType::get(type.getShape().drop_back(), b.getF32Type());
-    auto sumsq = linalg::GenericOp::create(
-        b, loc, TypeRange{reducedType}, ValueRange{x}, ValueRange{zeros(b, loc, reducedType, x)},
-        ArrayRef<AffineMap>{pick(ctx, r, range(0, r)), pick(ctx, r, range(0, r - 1))}, iterators(r - 1, 1),
-        [&](OpBuilder &nb, Location l, ValueRange a) {
-          Value sq = arith::MulFOp::create(nb, l, a[0], a[0]);
-          linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[1], sq).getResult());
-        });
     Value w = op.getWeightAttr() ? weight(op, op.getWeightAttr()) : Value();
-    SmallVector<Value> inputs{x, sumsq.getResult(0)};
-    SmallVector<AffineMap> maps{pick(ctx, r, range(0, r)), pick(ctx, r, range(0, r - 1))};
-    if (w) {
-      inputs.push_back(w);
-      maps.push_back(pick(ctx, r, {r - 1}));
-    }
-    maps.push_back(pick(ctx, r, range(0, r)));
-    double eps = op.getEps().convertToDouble();
-    auto out = linalg::GenericOp::create(
-        b, loc, TypeRange{type}, inputs, ValueRange{emptyTensor(b, loc, type, x)}, maps, iterators(r),
-        [&](OpBuilder &nb, Location l, ValueRange a) {
-          Value mean = arith::DivFOp::create(nb, l, a[1], arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(float(width))));
-          Value plus = arith::AddFOp::create(nb, l, mean, arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(float(eps))));
-          Value y = arith::MulFOp::create(nb, l, a[0], math::RsqrtOp::create(nb, l, plus));
-          if (w)
-            y = arith::MulFOp::create(nb, l, y, a[2]);
-          linalg::YieldOp::create(nb, l, y);
-        });
-    b.replaceOp(op, out.getResults());
+    b.replaceOp(op, rmsNormRows(b, op.getLoc(), adaptor.getInput(), w, op.getEps().convertToDouble()));
     return success();
   }
 };
@@ -364,49 +265,55 @@ struct HcExpandLowering : DsfPattern<HcExpandOp> {
   }
 };
 
+/// x[t, d] = sum_j pre[t, j] * X[t, j, d]
+Value hcCollapse(OpBuilder &b, Location loc, Value X, Value pre) {
+  MLIRContext *ctx = b.getContext();
+  auto sType = tensorType(X);
+  auto type = RankedTensorType::get({ShapedType::kDynamic, sType.getDimSize(2)}, b.getF32Type());
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{type}, ValueRange{X, pre}, ValueRange{zeros(b, loc, type, X)},
+             ArrayRef<AffineMap>{pick(ctx, 3, {0, 2, 1}), pick(ctx, 3, {0, 2}), pick(ctx, 3, {0, 1})}, iterators(2, 1),
+             [&](OpBuilder &nb, Location l, ValueRange a) {
+               Value p = arith::MulFOp::create(nb, l, a[1], a[0]);
+               linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], p).getResult());
+             })
+      .getResult(0);
+}
+
 struct HcCollapseLowering : DsfPattern<HcCollapseOp> {
   using DsfPattern::DsfPattern;
   LogicalResult matchAndRewrite(HcCollapseOp op, OpAdaptor adaptor, ConversionPatternRewriter &b) const override {
-    Location loc = op.getLoc();
-    MLIRContext *ctx = b.getContext();
-    auto type = llvm::cast<RankedTensorType>(op.getType());
-    // (t, d, j): x[t, d] = sum_j pre[t, j] * X[t, j, d]
-    auto out = linalg::GenericOp::create(
-        b, loc, TypeRange{type}, ValueRange{adaptor.getStreams(), adaptor.getPre()},
-        ValueRange{zeros(b, loc, type, adaptor.getStreams())},
-        ArrayRef<AffineMap>{pick(ctx, 3, {0, 2, 1}), pick(ctx, 3, {0, 2}), pick(ctx, 3, {0, 1})}, iterators(2, 1),
-        [&](OpBuilder &nb, Location l, ValueRange a) {
-          Value p = arith::MulFOp::create(nb, l, a[1], a[0]);
-          linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], p).getResult());
-        });
-    b.replaceOp(op, out.getResults());
+    b.replaceOp(op, hcCollapse(b, op.getLoc(), adaptor.getStreams(), adaptor.getPre()));
     return success();
   }
 };
 
+/// X'[t, k, d] = post[t, k] F[t, d] + sum_j comb[t, j, k] X[t, j, d]
+Value hcUpdate(OpBuilder &b, Location loc, Value X, Value F, Value post, Value comb) {
+  MLIRContext *ctx = b.getContext();
+  auto type = tensorType(X);
+  auto placed = linalg::GenericOp::create(
+      b, loc, TypeRange{type}, ValueRange{post, F}, ValueRange{emptyTensor(b, loc, type, X)},
+      ArrayRef<AffineMap>{pick(ctx, 3, {0, 1}), pick(ctx, 3, {0, 2}), pick(ctx, 3, {0, 1, 2})}, iterators(3),
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        linalg::YieldOp::create(nb, l, arith::MulFOp::create(nb, l, a[0], a[1]).getResult());
+      });
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{type}, ValueRange{comb, X}, ValueRange{placed.getResult(0)},
+             ArrayRef<AffineMap>{pick(ctx, 4, {0, 3, 1}), pick(ctx, 4, {0, 3, 2}), pick(ctx, 4, {0, 1, 2})},
+             iterators(3, 1),
+             [&](OpBuilder &nb, Location l, ValueRange a) {
+               Value p = arith::MulFOp::create(nb, l, a[0], a[1]);
+               linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], p).getResult());
+             })
+      .getResult(0);
+}
+
 struct HcUpdateLowering : DsfPattern<HcUpdateOp> {
   using DsfPattern::DsfPattern;
   LogicalResult matchAndRewrite(HcUpdateOp op, OpAdaptor adaptor, ConversionPatternRewriter &b) const override {
-    Location loc = op.getLoc();
-    MLIRContext *ctx = b.getContext();
-    auto type = llvm::cast<RankedTensorType>(op.getType());
-    Value X = adaptor.getStreams();
-    // X'[t, k, d] = post[t, k] F[t, d] + sum_j comb[t, j, k] X[t, j, d]
-    auto placed = linalg::GenericOp::create(
-        b, loc, TypeRange{type}, ValueRange{adaptor.getPost(), adaptor.getBlockOutput()},
-        ValueRange{emptyTensor(b, loc, type, X)},
-        ArrayRef<AffineMap>{pick(ctx, 3, {0, 1}), pick(ctx, 3, {0, 2}), pick(ctx, 3, {0, 1, 2})}, iterators(3),
-        [&](OpBuilder &nb, Location l, ValueRange a) {
-          linalg::YieldOp::create(nb, l, arith::MulFOp::create(nb, l, a[0], a[1]).getResult());
-        });
-    auto mixed = linalg::GenericOp::create(
-        b, loc, TypeRange{type}, ValueRange{adaptor.getComb(), X}, ValueRange{placed.getResult(0)},
-        ArrayRef<AffineMap>{pick(ctx, 4, {0, 3, 1}), pick(ctx, 4, {0, 3, 2}), pick(ctx, 4, {0, 1, 2})},
-        iterators(3, 1), [&](OpBuilder &nb, Location l, ValueRange a) {
-          Value p = arith::MulFOp::create(nb, l, a[0], a[1]);
-          linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], p).getResult());
-        });
-    b.replaceOp(op, mixed.getResults());
+    b.replaceOp(op, hcUpdate(b, op.getLoc(), adaptor.getStreams(), adaptor.getBlockOutput(), adaptor.getPost(),
+                             adaptor.getComb()));
     return success();
   }
 };
@@ -478,6 +385,43 @@ struct MoeExpertsLowering : DsfPattern<MoeExpertsOp> {
   }
 };
 
+/// logits[t, m] = (flat[t] . fn[m]) / sqrt(mean(flat[t]^2) + norm_eps) * scale[group(m)] + base[m],
+/// group(m) = min(m div n, 2): the pre / post / comb thirds of mHC's mix.
+Value hcLogits(OpBuilder &b, Location loc, Value X, Value fn, Value base, Value scale, double normEps) {
+  MLIRContext *ctx = b.getContext();
+  auto sType = tensorType(X);
+  int64_t n = sType.getDimSize(1), width = sType.getDimSize(1) * sType.getDimSize(2);
+  Value flat = tensor::CollapseShapeOp::create(b, loc, X, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
+  Value mix = rowsTimesTransposed(b, loc, flat, fn);
+  auto rowType = RankedTensorType::get({ShapedType::kDynamic}, b.getF32Type());
+  Value sumsq = linalg::GenericOp::create(
+                    b, loc, TypeRange{rowType}, ValueRange{flat}, ValueRange{zeros(b, loc, rowType, flat)},
+                    ArrayRef<AffineMap>{pick(ctx, 2, {0, 1}), pick(ctx, 2, {0})}, iterators(1, 1),
+                    [&](OpBuilder &nb, Location l, ValueRange a) {
+                      Value sq = arith::MulFOp::create(nb, l, a[0], a[0]);
+                      linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[1], sq).getResult());
+                    })
+                    .getResult(0);
+  auto mixType = tensorType(mix);
+  Value logits = linalg::GenericOp::create(
+                     b, loc, TypeRange{mixType}, ValueRange{mix, sumsq, base},
+                     ValueRange{emptyTensor(b, loc, mixType, mix)},
+                     ArrayRef<AffineMap>{pick(ctx, 2, {0, 1}), pick(ctx, 2, {0}), pick(ctx, 2, {1}), pick(ctx, 2, {0, 1})},
+                     iterators(2),
+                     [&](OpBuilder &nb, Location l, ValueRange a) {
+                       Value mean = arith::DivFOp::create(nb, l, a[1], f32Const(nb, l, double(width)));
+                       Value rms = math::SqrtOp::create(nb, l, arith::AddFOp::create(nb, l, mean, f32Const(nb, l, normEps)));
+                       Value m = linalg::IndexOp::create(nb, l, 1);
+                       auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(nb, l, v).getResult(); };
+                       Value group = arith::MinUIOp::create(nb, l, arith::DivUIOp::create(nb, l, m, idx(n)), idx(2));
+                       Value sc = tensor::ExtractOp::create(nb, l, scale, ValueRange{group});
+                       Value v = arith::MulFOp::create(nb, l, arith::DivFOp::create(nb, l, a[0], rms), sc);
+                       linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, v, a[2]).getResult());
+                     })
+                     .getResult(0);
+  return logits;
+}
+
 /// The mHC coefficients. The projection and the sum of squares are two
 /// reductions over the flattened streams; the n + n + n*n results are then
 /// small per-token work: sigmoid, a row softmax and the Sinkhorn rounds (an
@@ -500,8 +444,7 @@ struct HcCoeffsLowering : DsfPattern<HcCoeffsOp> {
                        linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[1], a[0]).getResult());
                      })
                      .getResult(0);
-    // In place (comb is the output operand): inside the Sinkhorn loop the
-    // yielded tensor is then the loop's own buffer, which bufferization needs.
+    // In place (comb is the output operand): one buffer serves every round.
     return linalg::GenericOp::create(
                b, loc, TypeRange{type}, ValueRange{sums}, ValueRange{comb},
                ArrayRef<AffineMap>{pick(ctx, 3, {0, kept}), pick(ctx, 3, {0, 1, 2})}, iterators(3),
@@ -512,43 +455,12 @@ struct HcCoeffsLowering : DsfPattern<HcCoeffsOp> {
         .getResult(0);
   }
 
-  LogicalResult matchAndRewrite(HcCoeffsOp op, OpAdaptor adaptor, ConversionPatternRewriter &b) const override {
-    Location loc = op.getLoc();
+  /// pre, post and the Sinkhorn-normalised comb of streams X.
+  static SmallVector<Value> coeffs(OpBuilder &b, Location loc, Value X, Value fn, Value base, Value scale,
+                                   int64_t iters, double eps, double normEps) {
     MLIRContext *ctx = b.getContext();
-    Value X = adaptor.getStreams();
-    auto sType = tensorType(X);
-    int64_t n = sType.getDimSize(1), width = sType.getDimSize(1) * sType.getDimSize(2);
-    Value flat = tensor::CollapseShapeOp::create(b, loc, X, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
-    Value fn = weight(op, op.getFnAttr()), base = weight(op, op.getBaseAttr()), scale = weight(op, op.getScaleAttr());
-    Value mix = rowsTimesTransposed(b, loc, flat, fn);
-    auto rowType = RankedTensorType::get({ShapedType::kDynamic}, b.getF32Type());
-    Value sumsq = linalg::GenericOp::create(
-                      b, loc, TypeRange{rowType}, ValueRange{flat}, ValueRange{zeros(b, loc, rowType, flat)},
-                      ArrayRef<AffineMap>{pick(ctx, 2, {0, 1}), pick(ctx, 2, {0})}, iterators(1, 1),
-                      [&](OpBuilder &nb, Location l, ValueRange a) {
-                        Value sq = arith::MulFOp::create(nb, l, a[0], a[0]);
-                        linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[1], sq).getResult());
-                      })
-                      .getResult(0);
-    double eps = op.getEps().convertToDouble(), normEps = op.getNormEps().convertToDouble();
-    // logits[t, m] = mix[t, m] / sqrt(mean + norm_eps) * scale[group(m)] + base[m]
-    auto mixType = tensorType(mix);
-    Value logits = linalg::GenericOp::create(
-                       b, loc, TypeRange{mixType}, ValueRange{mix, sumsq, base},
-                       ValueRange{emptyTensor(b, loc, mixType, mix)},
-                       ArrayRef<AffineMap>{pick(ctx, 2, {0, 1}), pick(ctx, 2, {0}), pick(ctx, 2, {1}), pick(ctx, 2, {0, 1})},
-                       iterators(2),
-                       [&](OpBuilder &nb, Location l, ValueRange a) {
-                         Value mean = arith::DivFOp::create(nb, l, a[1], f32Const(nb, l, double(width)));
-                         Value rms = math::SqrtOp::create(nb, l, arith::AddFOp::create(nb, l, mean, f32Const(nb, l, normEps)));
-                         Value m = linalg::IndexOp::create(nb, l, 1);
-                         auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(nb, l, v).getResult(); };
-                         Value group = arith::MinUIOp::create(nb, l, arith::DivUIOp::create(nb, l, m, idx(n)), idx(2));
-                         Value sc = tensor::ExtractOp::create(nb, l, scale, ValueRange{group});
-                         Value v = arith::MulFOp::create(nb, l, arith::DivFOp::create(nb, l, a[0], rms), sc);
-                         linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, v, a[2]).getResult());
-                       })
-                       .getResult(0);
+    int64_t n = tensorType(X).getDimSize(1);
+    Value logits = hcLogits(b, loc, X, fn, base, scale, normEps);
     auto slice = [&](int64_t offset, int64_t size) {
       SmallVector<OpFoldResult> offsets{b.getIndexAttr(0), b.getIndexAttr(offset)};
       SmallVector<OpFoldResult> sizes{tensor::DimOp::create(b, loc, logits, 0).getResult(), b.getIndexAttr(size)};
@@ -561,7 +473,7 @@ struct HcCoeffsLowering : DsfPattern<HcCoeffsOp> {
     Value post = elementwise(b, loc, ValueRange{slice(n, n)}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
       return arith::MulFOp::create(nb, l, f32Const(nb, l, 2), sigmoid(nb, l, a[0]));
     });
-    auto combType = llvm::cast<RankedTensorType>(op.getComb().getType());
+    auto combType = RankedTensorType::get({ShapedType::kDynamic, n, n}, b.getF32Type());
     SmallVector<OpFoldResult> combShape{tensor::DimOp::create(b, loc, logits, 0).getResult(), b.getIndexAttr(n),
                                         b.getIndexAttr(n)};
     Value comb = tensor::ExpandShapeOp::create(b, loc, combType, slice(2 * n, n * n),
@@ -591,18 +503,210 @@ struct HcCoeffsLowering : DsfPattern<HcCoeffsOp> {
       return arith::AddFOp::create(nb, l, a[0], f32Const(nb, l, eps));
     });
     comb = normalise(b, loc, soft, 1, eps);
-    int64_t rounds = op.getSinkhornIters() - 1;
-    if (rounds > 0) {
-      Value lb = arith::ConstantIndexOp::create(b, loc, 0), ub = arith::ConstantIndexOp::create(b, loc, rounds),
-            step = arith::ConstantIndexOp::create(b, loc, 1);
-      auto loop = scf::ForOp::create(b, loc, lb, ub, step, ValueRange{comb},
-                                     [&](OpBuilder &nb, Location l, Value, ValueRange iter) {
-                                       Value c = normalise(nb, l, iter[0], 2, eps);
-                                       scf::YieldOp::create(nb, l, normalise(nb, l, c, 1, eps));
-                                     });
-      comb = loop.getResult(0);
+    // The remaining rounds, unrolled: the count is a compile-time attribute
+    // (20 in the released models), each round two small loops over
+    // [tokens, n, n]. (An scf.for built inside the conversion crashed the
+    // MLIR 22 conversion driver once weights were function arguments.)
+    for (int64_t round = 1; round < iters; ++round)
+      comb = normalise(b, loc, normalise(b, loc, comb, 2, eps), 1, eps);
+    return {pre, post, comb};
+  }
+
+  LogicalResult matchAndRewrite(HcCoeffsOp op, OpAdaptor adaptor, ConversionPatternRewriter &b) const override {
+    b.replaceOp(op, coeffs(b, op.getLoc(), adaptor.getStreams(), weight(op, op.getFnAttr()), weight(op, op.getBaseAttr()),
+                           weight(op, op.getScaleAttr()), op.getSinkhornIters(), op.getEps().convertToDouble(),
+                           op.getNormEps().convertToDouble()));
+    return success();
+  }
+};
+
+/// update, then the next site's coefficients over the result, then (when
+/// asked) the next block's input. On the CPU the three stay separate loops;
+/// the single pass is the GPU kernel's business.
+struct HcFusedUpdateLowering : DsfPattern<HcFusedUpdateOp> {
+  using DsfPattern::DsfPattern;
+  LogicalResult matchAndRewrite(HcFusedUpdateOp op, OpAdaptor adaptor, ConversionPatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    Value updated = hcUpdate(b, loc, adaptor.getStreams(), adaptor.getBlockOutput(), adaptor.getPost(), adaptor.getComb());
+    SmallVector<Value> results{updated};
+    results.append(HcCoeffsLowering::coeffs(b, loc, updated, weight(op, op.getFnAttr()), weight(op, op.getBaseAttr()),
+                                            weight(op, op.getScaleAttr()), op.getSinkhornIters(),
+                                            op.getEps().convertToDouble(), op.getNormEps().convertToDouble()));
+    if (Value pre = adaptor.getCollapsePre())
+      results.push_back(hcCollapse(b, loc, updated, pre));
+    b.replaceOp(op, results);
+    return success();
+  }
+};
+
+/// V4's head: pre = sigmoid(logits) + eps over the streams, then collapse.
+struct HcHeadLowering : DsfPattern<HcHeadOp> {
+  using DsfPattern::DsfPattern;
+  LogicalResult matchAndRewrite(HcHeadOp op, OpAdaptor adaptor, ConversionPatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    Value X = adaptor.getStreams();
+    double eps = op.getEps().convertToDouble();
+    Value logits = hcLogits(b, loc, X, weight(op, op.getFnAttr()), weight(op, op.getBaseAttr()),
+                            weight(op, op.getScaleAttr()), op.getNormEps().convertToDouble());
+    Value pre = elementwise(b, loc, ValueRange{logits}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+      return arith::AddFOp::create(nb, l, sigmoid(nb, l, a[0]), f32Const(nb, l, eps));
+    });
+    b.replaceOp(op, hcCollapse(b, loc, X, pre));
+    return success();
+  }
+};
+
+struct GroupedLinearLowering : DsfPattern<GroupedLinearOp> {
+  using DsfPattern::DsfPattern;
+  LogicalResult matchAndRewrite(GroupedLinearOp op, OpAdaptor adaptor, ConversionPatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = b.getContext();
+    Value x = adaptor.getInput(), w = weight(op, op.getWeightAttr());
+    auto xType = tensorType(x);
+    int64_t groups = op.getGroups(), channels = xType.getDimSize(1) * xType.getDimSize(2) / groups;
+    int64_t rank = tensorType(w).getDimSize(0) / groups;
+    // [?, H, d] -> [?, H*d] -> [?, G, H*d/G]; weight [G*r, I] -> [G, r, I]
+    Value flat = tensor::CollapseShapeOp::create(b, loc, x, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
+    auto grouped = RankedTensorType::get({ShapedType::kDynamic, groups, channels}, b.getF32Type());
+    Value xg = tensor::ExpandShapeOp::create(
+        b, loc, grouped, flat, ArrayRef<ReassociationIndices>{{0}, {1, 2}},
+        ArrayRef<OpFoldResult>{tensor::DimOp::create(b, loc, x, 0).getResult(), b.getIndexAttr(groups), b.getIndexAttr(channels)});
+    Value wg = tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get({groups, rank, channels}, b.getF32Type()), w,
+                                             ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+    auto type = llvm::cast<RankedTensorType>(op.getType());
+    auto out = linalg::GenericOp::create(
+        b, loc, TypeRange{type}, ValueRange{xg, wg}, ValueRange{zeros(b, loc, type, x)},
+        ArrayRef<AffineMap>{pick(ctx, 4, {0, 1, 3}), pick(ctx, 4, {1, 2, 3}), pick(ctx, 4, {0, 1, 2})}, iterators(3, 1),
+        [&](OpBuilder &nb, Location l, ValueRange a) {
+          Value p = arith::MulFOp::create(nb, l, a[0], a[1]);
+          linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], p).getResult());
+        });
+    b.replaceOp(op, out.getResults());
+    return success();
+  }
+};
+
+/// The router: s = sqrt(softplus(x W^T)); the top_k of s + bias (bias_vl for
+/// image tokens) in a stable descending order, or V4's hash table; weights
+/// s[sel] / (sum + 1e-20) * routed_scale.
+struct MoeGateLowering : DsfPattern<MoeGateOp> {
+  using DsfPattern::DsfPattern;
+  LogicalResult matchAndRewrite(MoeGateOp op, OpAdaptor adaptor, ConversionPatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = b.getContext();
+    Value x = adaptor.getInput();
+    int64_t topK = op.getTopK();
+    auto i32 = b.getI32Type();
+    Value logits = rowsTimesTransposed(b, loc, x, weight(op, op.getWeightAttr()));
+    Value s = elementwise(b, loc, ValueRange{logits}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+      // softplus(z) = max(z, 0) + log1p(exp(-|z|)), as np.logaddexp(0, z)
+      Value z = a[0];
+      Value pos = arith::MaximumFOp::create(nb, l, z, f32Const(nb, l, 0));
+      Value tail = math::Log1pOp::create(nb, l, math::ExpOp::create(nb, l, arith::NegFOp::create(nb, l, math::AbsFOp::create(nb, l, z))));
+      return math::SqrtOp::create(nb, l, arith::AddFOp::create(nb, l, pos, tail));
+    });
+    auto sType = tensorType(s);
+    int64_t experts = sType.getDimSize(1);
+    auto idxType = RankedTensorType::get({ShapedType::kDynamic, topK}, i32);
+    Value chosen;
+    if (op.getHashTableAttr()) {
+      if (!adaptor.getTokenIds())
+        return b.notifyMatchFailure(op, "hash routing needs the token ids");
+      Value table = weight(op, op.getHashTableAttr()), ids = adaptor.getTokenIds();
+      chosen = linalg::GenericOp::create(
+                   b, loc, TypeRange{idxType}, ValueRange{ids}, ValueRange{emptyTensor(b, loc, idxType, x)},
+                   ArrayRef<AffineMap>{pick(ctx, 2, {0}), pick(ctx, 2, {0, 1})}, iterators(2),
+                   [&](OpBuilder &nb, Location l, ValueRange a) {
+                     Value row = arith::IndexCastOp::create(nb, l, nb.getIndexType(), a[0]);
+                     linalg::YieldOp::create(nb, l, tensor::ExtractOp::create(nb, l, table, ValueRange{row, linalg::IndexOp::create(nb, l, 1)}).getResult());
+                   })
+                   .getResult(0);
+    } else {
+      Value bias = op.getBiasAttr() ? weight(op, op.getBiasAttr()) : Value();
+      Value biasVl = op.getBiasVlAttr() ? weight(op, op.getBiasVlAttr()) : Value();
+      Value image = adaptor.getImageMask();
+      SmallVector<Value> inputs{s};
+      SmallVector<AffineMap> maps{pick(ctx, 2, {0, 1})};
+      if (bias) {
+        inputs.push_back(bias);
+        maps.push_back(pick(ctx, 2, {1}));
+      }
+      bool imageBias = biasVl && image;
+      if (imageBias) {
+        inputs.append({biasVl, image});
+        maps.append({pick(ctx, 2, {1}), pick(ctx, 2, {0})});
+      }
+      maps.push_back(pick(ctx, 2, {0, 1}));
+      Value biased = linalg::GenericOp::create(
+                         b, loc, TypeRange{sType}, inputs, ValueRange{emptyTensor(b, loc, sType, x)}, maps, iterators(2),
+                         [&](OpBuilder &nb, Location l, ValueRange a) {
+                           Value v = a[0];
+                           if (bias) {
+                             Value chosenBias = imageBias ? arith::SelectOp::create(nb, l, a[3], a[2], a[1]).getResult() : a[1];
+                             v = arith::AddFOp::create(nb, l, v, chosenBias);
+                           }
+                           linalg::YieldOp::create(nb, l, v);
+                         })
+                         .getResult(0);
+      // rank[t, e] = #{e' : biased[e'] > biased[e] or (== and e' < e)}
+      auto rankType = RankedTensorType::get({ShapedType::kDynamic, experts}, i32);
+      Value zero = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0));
+      Value rank = linalg::GenericOp::create(
+                       b, loc, TypeRange{rankType}, ValueRange{biased, biased},
+                       ValueRange{linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{emptyTensor(b, loc, rankType, x)}).getResult(0)},
+                       ArrayRef<AffineMap>{pick(ctx, 3, {0, 1}), pick(ctx, 3, {0, 2}), pick(ctx, 3, {0, 1})}, iterators(2, 1),
+                       [&](OpBuilder &nb, Location l, ValueRange a) {
+                         Value greater = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OGT, a[1], a[0]);
+                         Value equal = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ, a[1], a[0]);
+                         Value earlier = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, linalg::IndexOp::create(nb, l, 2),
+                                                               linalg::IndexOp::create(nb, l, 1));
+                         Value before = arith::OrIOp::create(nb, l, greater, arith::AndIOp::create(nb, l, equal, earlier));
+                         Value one = arith::ConstantOp::create(nb, l, nb.getI32IntegerAttr(1));
+                         linalg::YieldOp::create(nb, l, arith::SelectOp::create(nb, l, before, arith::AddIOp::create(nb, l, a[2], one), a[2]).getResult());
+                       })
+                       .getResult(0);
+      // chosen[t, slot] = the e whose rank is slot
+      chosen = linalg::GenericOp::create(
+                   b, loc, TypeRange{idxType}, ValueRange{rank},
+                   ValueRange{linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{emptyTensor(b, loc, idxType, x)}).getResult(0)},
+                   ArrayRef<AffineMap>{pick(ctx, 3, {0, 2}), pick(ctx, 3, {0, 1})}, iterators(2, 1),
+                   [&](OpBuilder &nb, Location l, ValueRange a) {
+                     Value slot = arith::IndexCastOp::create(nb, l, nb.getI32Type(), linalg::IndexOp::create(nb, l, 1));
+                     Value e = arith::IndexCastOp::create(nb, l, nb.getI32Type(), linalg::IndexOp::create(nb, l, 2));
+                     Value here = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, a[0], slot);
+                     linalg::YieldOp::create(nb, l, arith::SelectOp::create(nb, l, here, e, a[1]).getResult());
+                   })
+                   .getResult(0);
     }
-    b.replaceOp(op, {pre, post, comb});
+    // weights: s[t, chosen] / (sum + 1e-20) * routed_scale
+    auto wType = RankedTensorType::get({ShapedType::kDynamic, topK}, b.getF32Type());
+    Value picked = linalg::GenericOp::create(
+                       b, loc, TypeRange{wType}, ValueRange{chosen}, ValueRange{emptyTensor(b, loc, wType, x)},
+                       ArrayRef<AffineMap>{pick(ctx, 2, {0, 1}), pick(ctx, 2, {0, 1})}, iterators(2),
+                       [&](OpBuilder &nb, Location l, ValueRange a) {
+                         Value e = arith::IndexCastOp::create(nb, l, nb.getIndexType(), a[0]);
+                         linalg::YieldOp::create(nb, l, tensor::ExtractOp::create(nb, l, s, ValueRange{linalg::IndexOp::create(nb, l, 0), e}).getResult());
+                       })
+                       .getResult(0);
+    auto rowType = RankedTensorType::get({ShapedType::kDynamic}, b.getF32Type());
+    Value sum = linalg::GenericOp::create(
+                    b, loc, TypeRange{rowType}, ValueRange{picked}, ValueRange{zeros(b, loc, rowType, x)},
+                    ArrayRef<AffineMap>{pick(ctx, 2, {0, 1}), pick(ctx, 2, {0})}, iterators(1, 1),
+                    [&](OpBuilder &nb, Location l, ValueRange a) {
+                      linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[1], a[0]).getResult());
+                    })
+                    .getResult(0);
+    double routedScale = op.getRoutedScale().convertToDouble();
+    Value weights = linalg::GenericOp::create(
+                        b, loc, TypeRange{wType}, ValueRange{picked, sum}, ValueRange{emptyTensor(b, loc, wType, x)},
+                        ArrayRef<AffineMap>{pick(ctx, 2, {0, 1}), pick(ctx, 2, {0}), pick(ctx, 2, {0, 1})}, iterators(2),
+                        [&](OpBuilder &nb, Location l, ValueRange a) {
+                          Value d = arith::AddFOp::create(nb, l, a[1], f32Const(nb, l, 1e-20));
+                          Value v = arith::MulFOp::create(nb, l, arith::DivFOp::create(nb, l, a[0], d), f32Const(nb, l, routedScale));
+                          linalg::YieldOp::create(nb, l, v);
+                        })
+                        .getResult(0);
+    b.replaceOp(op, {weights, chosen});
     return success();
   }
 };
@@ -677,11 +781,13 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
     ConversionTarget target(*ctx);
     target.addIllegalDialect<DsfDialect>();
     target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect, arith::ArithDialect,
-                           math::MathDialect, func::FuncDialect, scf::SCFDialect>();
+                           math::MathDialect, func::FuncDialect>();
     RewritePatternSet patterns(ctx);
     patterns.add<EmbedLowering, RmsNormLowering, LinearLowering, RopeLowering, AddLowering,
                  TakeLastLowering, HcExpandLowering, HcCollapseLowering, HcUpdateLowering, FfnLowering,
-                 MoeExpertsLowering, HcCoeffsLowering>(ctx, weights);
+                 MoeExpertsLowering, HcCoeffsLowering, HcFusedUpdateLowering, HcHeadLowering,
+                 GroupedLinearLowering, MoeGateLowering>(ctx, weights);
+    populateAttentionPatterns(patterns, weights);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       signalPassFailure();
   }

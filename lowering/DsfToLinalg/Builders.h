@@ -1,0 +1,142 @@
+//===- Builders.h - helpers shared by the dsf-to-linalg patterns -----------===//
+//
+// Small builders for linalg.generic on f32 tensors whose first axis is the
+// dynamic token axis, and the base of every dsf-to-linalg pattern (which
+// knows each function's weight values).
+//
+//===----------------------------------------------------------------------===//
+#ifndef DSF_LOWERING_DSFTOLINALG_BUILDERS_H
+#define DSF_LOWERING_DSFTOLINALG_BUILDERS_H
+
+#include "lowering/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Transforms/DialectConversion.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace mlir::dsf::lowering {
+
+/// Per function: the SSA value standing for each weight symbol.
+using WeightValues = llvm::DenseMap<Operation *, llvm::StringMap<Value>>;
+
+inline RankedTensorType tensorType(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
+
+/// An empty tensor of `type` whose dynamic token axis is `like`'s dimension 0.
+inline Value emptyTensor(OpBuilder &b, Location loc, RankedTensorType type, Value like) {
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    sizes.push_back(type.isDynamicDim(i) ? OpFoldResult(tensor::DimOp::create(b, loc, like, 0).getResult())
+                                         : OpFoldResult(b.getIndexAttr(type.getDimSize(i))));
+  return tensor::EmptyOp::create(b, loc, sizes, type.getElementType());
+}
+
+inline Value zeros(OpBuilder &b, Location loc, RankedTensorType type, Value like) {
+  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
+  return linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{emptyTensor(b, loc, type, like)})
+      .getResult(0);
+}
+
+inline SmallVector<utils::IteratorType> iterators(unsigned parallel, unsigned reduction = 0) {
+  SmallVector<utils::IteratorType> it(parallel, utils::IteratorType::parallel);
+  it.append(reduction, utils::IteratorType::reduction);
+  return it;
+}
+
+/// (d0, ..., dn-1) -> (d_i for i in dims)
+inline AffineMap pick(MLIRContext *ctx, unsigned n, ArrayRef<unsigned> dims) {
+  SmallVector<AffineExpr> exprs;
+  for (unsigned d : dims)
+    exprs.push_back(getAffineDimExpr(d, ctx));
+  return AffineMap::get(n, 0, exprs, ctx);
+}
+
+inline SmallVector<unsigned> range(unsigned from, unsigned to) {
+  SmallVector<unsigned> r;
+  for (unsigned i = from; i < to; ++i)
+    r.push_back(i);
+  return r;
+}
+
+inline Value f32Const(OpBuilder &b, Location loc, double v) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(v)));
+}
+
+/// y[t, o] = sum_i x[t, i] * w[o, i] for x [?, I] and w [O, I].
+inline Value rowsTimesTransposed(OpBuilder &b, Location loc, Value x, Value w) {
+  MLIRContext *ctx = b.getContext();
+  auto type = RankedTensorType::get({ShapedType::kDynamic, tensorType(w).getDimSize(0)}, b.getF32Type());
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{type}, ValueRange{x, w}, ValueRange{zeros(b, loc, type, x)},
+             ArrayRef<AffineMap>{pick(ctx, 3, {0, 2}), pick(ctx, 3, {1, 2}), pick(ctx, 3, {0, 1})}, iterators(2, 1),
+             [&](OpBuilder &nb, Location l, ValueRange a) {
+               Value p = arith::MulFOp::create(nb, l, a[0], a[1]);
+               linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], p).getResult());
+             })
+      .getResult(0);
+}
+
+/// 1 / (1 + exp(-x)), as the reference writes it.
+inline Value sigmoid(OpBuilder &b, Location loc, Value x) {
+  Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
+  return arith::DivFOp::create(b, loc, f32Const(b, loc, 1), arith::AddFOp::create(b, loc, f32Const(b, loc, 1), e));
+}
+
+/// The clamped SwiGLU of the experts: silu(min(g, limit)) * clamp(u, -limit, limit).
+inline Value clampedSwiglu(OpBuilder &b, Location loc, Value g, Value u, double limit) {
+  Value lim = f32Const(b, loc, limit), negLim = f32Const(b, loc, -limit);
+  Value gc = arith::MinimumFOp::create(b, loc, g, lim);
+  Value silu = arith::MulFOp::create(b, loc, gc, sigmoid(b, loc, gc));
+  Value uc = arith::MaximumFOp::create(b, loc, arith::MinimumFOp::create(b, loc, u, lim), negLim);
+  return arith::MulFOp::create(b, loc, silu, uc);
+}
+
+/// Applies `body(a...)` elementwise over same-shaped tensors (the first
+/// supplies the dynamic token axis).
+inline Value elementwise(OpBuilder &b, Location loc, ValueRange inputs,
+                  function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
+  auto type = tensorType(inputs[0]);
+  unsigned r = type.getRank();
+  SmallVector<AffineMap> maps(inputs.size() + 1, pick(b.getContext(), r, range(0, r)));
+  return linalg::GenericOp::create(b, loc, TypeRange{type}, inputs, ValueRange{emptyTensor(b, loc, type, inputs[0])},
+                                   maps, iterators(r),
+                                   [&](OpBuilder &nb, Location l, ValueRange a) {
+                                     linalg::YieldOp::create(nb, l, body(nb, l, a.drop_back()));
+                                   })
+      .getResult(0);
+}
+
+template <typename OpTy>
+struct DsfPattern : OpConversionPattern<OpTy> {
+  DsfPattern(MLIRContext *ctx, WeightValues &weights) : OpConversionPattern<OpTy>(ctx), weights(weights) {}
+  Value weight(Operation *op, FlatSymbolRefAttr sym) const {
+    auto &map = weights[op->getParentOfType<func::FuncOp>()];
+    auto it = map.find(sym.getValue());
+    return it == map.end() ? Value() : it->second;
+  }
+  WeightValues &weights;
+};
+
+/// An empty tensor of `type` whose dynamic axis 0 has `rows` (an index) rows.
+inline Value emptyWithRows(OpBuilder &b, Location loc, RankedTensorType type, Value rows) {
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    sizes.push_back(type.isDynamicDim(i) ? OpFoldResult(rows) : OpFoldResult(b.getIndexAttr(type.getDimSize(i))));
+  return tensor::EmptyOp::create(b, loc, sizes, type.getElementType());
+}
+
+inline Value indexConst(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+/// x / sqrt(mean(x^2) + eps) * w over the last axis (w may be null), in the
+/// reference's order of operations.
+Value rmsNormRows(OpBuilder &b, Location loc, Value x, Value w, double eps);
+
+/// Populates the patterns of Attention.cpp: window and cache writes, the
+/// compressor, entry positions, the indexer's top-k and pool, attention.
+void populateAttentionPatterns(RewritePatternSet &patterns, WeightValues &weights);
+
+} // namespace mlir::dsf::lowering
+
+#endif // DSF_LOWERING_DSFTOLINALG_BUILDERS_H
