@@ -20,6 +20,9 @@ namespace mlir::dsf {
 /// dsf-to-linalg, bufferization with deallocation, loops, LLVM: the host
 /// (CPU) pipeline, registered as `dsf-lower-cpu`.
 LogicalResult buildCpuPipeline(OpPassManager &pm);
+/// The same without its first pass (dsf-to-linalg), for drivers that read
+/// the linalg-level module (its entry points' dsf.weights) in between.
+LogicalResult buildCpuPipelineFromLinalg(OpPassManager &pm);
 void registerCpuPipeline();
 } // namespace mlir::dsf
 

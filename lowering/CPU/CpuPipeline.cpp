@@ -8,12 +8,18 @@
 using namespace mlir;
 
 LogicalResult mlir::dsf::buildCpuPipeline(OpPassManager &pm) {
+  if (failed(parsePassPipeline("dsf-to-linalg", pm)))
+    return failure();
+  return buildCpuPipelineFromLinalg(pm);
+}
+
+LogicalResult mlir::dsf::buildCpuPipelineFromLinalg(OpPassManager &pm) {
   // Tensors bufferize across function boundaries with identity layouts, so
   // entry points take plain memrefs the runtime can describe. Ownership-based
   // deallocation frees every intermediate buffer; an entry point's results
   // are the caller's to free. Then loops and LLVM (math through LLVM
   // intrinsics, libm where LLVM has none).
-  if (failed(parsePassPipeline("dsf-to-linalg,canonicalize,"
+  if (failed(parsePassPipeline("canonicalize,"
                                "one-shot-bufferize{bufferize-function-boundaries=1 "
                                "function-boundary-type-conversion=identity-layout-map}",
                                pm)))

@@ -485,9 +485,9 @@ struct AttentionLowering : DsfPattern<AttentionOp> {
 
 } // namespace
 
-void populateAttentionPatterns(RewritePatternSet &patterns, WeightValues &weights) {
+void populateAttentionPatterns(RewritePatternSet &patterns, const TypeConverter &types, WeightValues &weights) {
   patterns.add<StoreLowering<WindowWriteOp>, StoreLowering<CacheWriteOp>, EntryPositionsLowering, CompressLowering,
-               IndexTopkLowering, AttentionLowering>(patterns.getContext(), weights);
+               IndexTopkLowering, AttentionLowering>(types, patterns.getContext(), weights);
 }
 
 } // namespace mlir::dsf::lowering

@@ -108,7 +108,8 @@ inline Value elementwise(OpBuilder &b, Location loc, ValueRange inputs,
 
 template <typename OpTy>
 struct DsfPattern : OpConversionPattern<OpTy> {
-  DsfPattern(MLIRContext *ctx, WeightValues &weights) : OpConversionPattern<OpTy>(ctx), weights(weights) {}
+  DsfPattern(const TypeConverter &types, MLIRContext *ctx, WeightValues &weights)
+      : OpConversionPattern<OpTy>(types, ctx), weights(weights) {}
   Value weight(Operation *op, FlatSymbolRefAttr sym) const {
     auto &map = weights[op->getParentOfType<func::FuncOp>()];
     auto it = map.find(sym.getValue());
@@ -135,7 +136,7 @@ Value rmsNormRows(OpBuilder &b, Location loc, Value x, Value w, double eps);
 
 /// Populates the patterns of Attention.cpp: window and cache writes, the
 /// compressor, entry positions, the indexer's top-k and pool, attention.
-void populateAttentionPatterns(RewritePatternSet &patterns, WeightValues &weights);
+void populateAttentionPatterns(RewritePatternSet &patterns, const TypeConverter &types, WeightValues &weights);
 
 } // namespace mlir::dsf::lowering
 

@@ -9,6 +9,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
@@ -712,82 +713,148 @@ struct MoeGateLowering : DsfPattern<MoeGateOp> {
 };
 
 struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
-  /// Replaces each dsf.layer by its body.
-  static void inlineLayers(func::FuncOp func) {
+  /// Turns each dsf.layer of `func` into a call of a private function
+  /// `<func>_layer<N>`, so that LLVM optimizes one layer at a time (compile
+  /// time grows linearly with depth) and code is per layer, as kernels are.
+  static SmallVector<func::FuncOp> outlineLayers(func::FuncOp func) {
+    SmallVector<func::FuncOp> outlined;
+    OpBuilder b(func);
     for (auto layer : llvm::to_vector(func.getBody().getOps<LayerOp>())) {
-      Block &body = layer.getBodyBlock();
-      for (auto [arg, in] : llvm::zip(body.getArguments(), layer.getInputs()))
-        arg.replaceAllUsesWith(in);
-      auto yield = llvm::cast<YieldOp>(body.getTerminator());
-      for (auto [res, v] : llvm::zip(layer.getResults(), yield.getValues()))
-        res.replaceAllUsesWith(v);
+      std::string name = (func.getSymName() + "_layer" + Twine(outlined.size())).str();
+      auto type = b.getFunctionType(layer.getInputs().getTypes(), layer.getResultTypes());
+      auto callee = func::FuncOp::create(b, layer.getLoc(), name, type);
+      callee.setPrivate();
+      callee.getBody().takeBody(layer.getBody());
+      auto yield = llvm::cast<YieldOp>(callee.getBody().front().getTerminator());
+      OpBuilder at(yield);
+      func::ReturnOp::create(at, yield.getLoc(), yield.getValues());
       yield.erase();
-      layer->getBlock()->getOperations().splice(Block::iterator(layer), body.getOperations());
+      OpBuilder call(layer);
+      auto c = func::CallOp::create(call, layer.getLoc(), callee, layer.getInputs());
+      layer.replaceAllUsesWith(c.getResults());
       layer.erase();
+      outlined.push_back(callee);
     }
+    return outlined;
+  }
+
+  /// Binds the weights `func` uses (or `extra` names) as constants (a weight
+  /// with a value) or trailing arguments; returns the symbols bound as
+  /// arguments, in declaration order.
+  static FailureOr<SmallVector<StringRef>> bindWeights(func::FuncOp func, ArrayRef<WeightDeclOp> order,
+                                                       const llvm::StringSet<> &extra, WeightValues &weights) {
+    llvm::StringSet<> used = extra;
+    func.walk([&](WeightUserOpInterface user) {
+      SmallVector<WeightUse> uses;
+      user.getWeightUses(uses);
+      for (const WeightUse &u : uses)
+        used.insert(u.symbol.getValue());
+    });
+    auto &map = weights[func];
+    SmallVector<StringRef> bound;
+    OpBuilder b(func.getContext());
+    b.setInsertionPointToStart(&func.getBody().front());
+    for (WeightDeclOp w : order) {
+      if (!used.contains(w.getSymName()))
+        continue;
+      Type element = w.getTensorType().getElementType();
+      auto type = RankedTensorType::get(w.getTensorType().getShape(),
+                                        element.isInteger(32) ? element : Type(b.getF32Type()));
+      if (auto value = w.getValueAttr()) {
+        if (value.getShapedType() != type) {
+          w.emitOpError() << "lowering needs the value of @" << w.getSymName() << " as " << type;
+          return failure();
+        }
+        map[w.getSymName()] = arith::ConstantOp::create(b, w.getLoc(), llvm::cast<TypedAttr>(value));
+        continue;
+      }
+      unsigned index = func.getNumArguments();
+      if (failed(func.insertArgument(index, type, DictionaryAttr(), w.getLoc())))
+        return failure();
+      map[w.getSymName()] = func.getArgument(index);
+      bound.push_back(w.getSymName());
+    }
+    return bound;
   }
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
     WeightValues weights;
     for (auto model : llvm::to_vector(module.getBody()->getOps<ModelOp>())) {
-      llvm::StringMap<WeightDeclOp> decls;
-      SmallVector<WeightDeclOp> order;
-      for (auto w : model.getBody().front().getOps<WeightDeclOp>()) {
-        decls[w.getSymName()] = w;
-        order.push_back(w);
-      }
-      for (auto func : llvm::to_vector(model.getBody().front().getOps<func::FuncOp>())) {
-        inlineLayers(func);
-        llvm::StringSet<> used;
-        func.walk([&](WeightUserOpInterface user) {
-          SmallVector<WeightUse> uses;
-          user.getWeightUses(uses);
-          for (const WeightUse &u : uses)
-            used.insert(u.symbol.getValue());
-        });
-        auto &map = weights[func];
-        SmallVector<Attribute> bound;
-        OpBuilder b(func.getContext());
-        b.setInsertionPointToStart(&func.getBody().front());
-        for (WeightDeclOp w : order) {
-          if (!used.contains(w.getSymName()))
-            continue;
-          auto type = RankedTensorType::get(w.getTensorType().getShape(),
-                                            w.getTensorType().getElementType().isInteger(32)
-                                                ? w.getTensorType().getElementType()
-                                                : Type(b.getF32Type()));
-          if (auto value = w.getValueAttr()) {
-            if (value.getShapedType() != type) {
-              w.emitOpError() << "lowering needs the value of @" << w.getSymName() << " as " << type;
-              return signalPassFailure();
-            }
-            map[w.getSymName()] = arith::ConstantOp::create(b, w.getLoc(), llvm::cast<TypedAttr>(value));
-            continue;
-          }
-          unsigned index = func.getNumArguments();
-          if (failed(func.insertArgument(index, type, DictionaryAttr(), w.getLoc())))
+      SmallVector<WeightDeclOp> order(model.getBody().front().getOps<WeightDeclOp>());
+      SmallVector<func::FuncOp> moved;
+      for (auto entry : llvm::to_vector(model.getBody().front().getOps<func::FuncOp>())) {
+        llvm::StringMap<SmallVector<StringRef>> layerWeights;
+        llvm::StringSet<> passedOn;
+        for (func::FuncOp layer : outlineLayers(entry)) {
+          auto bound = bindWeights(layer, order, {}, weights);
+          if (failed(bound))
             return signalPassFailure();
-          map[w.getSymName()] = func.getArgument(index);
-          bound.push_back(FlatSymbolRefAttr::get(w.getSymNameAttr()));
+          for (StringRef w : *bound)
+            passedOn.insert(w);
+          layerWeights[layer.getSymName()] = *bound;
+          moved.push_back(layer);
         }
-        func->setAttr("dsf.weights", b.getArrayAttr(bound));
-        func->moveBefore(model);
+        auto bound = bindWeights(entry, order, passedOn, weights);
+        if (failed(bound))
+          return signalPassFailure();
+        // Each call passes its layer's weights on from the entry's arguments.
+        auto &entryMap = weights[entry];
+        entry.walk([&](func::CallOp call) {
+          SmallVector<Value> operands(call.getOperands());
+          for (StringRef w : layerWeights[call.getCallee()])
+            operands.push_back(entryMap[w]);
+          call->setOperands(operands);
+        });
+        SmallVector<Attribute> symbols;
+        for (StringRef w : *bound)
+          symbols.push_back(FlatSymbolRefAttr::get(ctx, w));
+        entry->setAttr("dsf.weights", ArrayAttr::get(ctx, symbols));
+        // _mlir_ciface_<name>: memref arguments by descriptor pointer, the
+        // form the runtime calls (through dsf_entry_<name>).
+        entry->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
+        moved.push_back(entry);
       }
+      for (func::FuncOp f : moved)
+        f->moveBefore(model);
       model.erase();
     }
 
-    MLIRContext *ctx = &getContext();
+    // Values of the cache types become the tensors they hold (see
+    // Attention.cpp): a cache or window its f32 rows, a selection its
+    // [tokens, k] entry indices, a pool its [tokens, entries] mask.
+    TypeConverter types;
+    types.addConversion([](Type t) { return t; });
+    types.addConversion([](CacheType t) -> Type {
+      return RankedTensorType::get({ShapedType::kDynamic, t.getWidth()}, Float32Type::get(t.getContext()));
+    });
+    types.addConversion([](WindowType t) -> Type {
+      return RankedTensorType::get({ShapedType::kDynamic, t.getWidth()}, Float32Type::get(t.getContext()));
+    });
+    types.addConversion([](TopkType t) -> Type {
+      return RankedTensorType::get({ShapedType::kDynamic, t.getK()}, IntegerType::get(t.getContext(), 32));
+    });
+    types.addConversion([](PoolType t) -> Type {
+      return RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, IntegerType::get(t.getContext(), 1));
+    });
+
     ConversionTarget target(*ctx);
     target.addIllegalDialect<DsfDialect>();
-    target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect, arith::ArithDialect,
-                           math::MathDialect, func::FuncDialect>();
+    target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect, arith::ArithDialect, math::MathDialect>();
+    target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp f) {
+      return types.isSignatureLegal(f.getFunctionType()) && types.isLegal(&f.getBody());
+    });
+    target.addDynamicallyLegalOp<func::CallOp, func::ReturnOp>([&](Operation *op) { return types.isLegal(op); });
     RewritePatternSet patterns(ctx);
     patterns.add<EmbedLowering, RmsNormLowering, LinearLowering, RopeLowering, AddLowering,
                  TakeLastLowering, HcExpandLowering, HcCollapseLowering, HcUpdateLowering, FfnLowering,
                  MoeExpertsLowering, HcCoeffsLowering, HcFusedUpdateLowering, HcHeadLowering,
-                 GroupedLinearLowering, MoeGateLowering>(ctx, weights);
-    populateAttentionPatterns(patterns, weights);
+                 GroupedLinearLowering, MoeGateLowering>(types, ctx, weights);
+    populateAttentionPatterns(patterns, types, weights);
+    populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns, types);
+    populateCallOpTypeConversionPattern(patterns, types);
+    populateReturnOpTypeConversionPattern(patterns, types);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       signalPassFailure();
   }

@@ -497,6 +497,7 @@ Expected<ModelConfig> parseModelConfig(StringRef text, StringRef source) {
   std::optional<int64_t> maxPositions = r.optInt("max_position_embeddings");
   if (maxPositions && *maxPositions <= 0)
     r.report("field 'max_position_embeddings' must be positive, got " + Twine(*maxPositions));
+  c.maxPositions = maxPositions.value_or(0);
 
   int64_t ropeDims = 64;
   if (auto d = r.optInt("qk_rope_head_dim"))

@@ -54,6 +54,7 @@ struct ModelConfig {
   Family family = Family::V41;
 
   int64_t vocab = 0, hidden = 0, numLayers = 0;
+  int64_t maxPositions = 0; // max_position_embeddings; 0 when the config has none
   int64_t numHeads = 0, headDim = 0, qLora = 0, oLora = 0, oGroups = 0, window = 0;
   int64_t nRouted = 0, nShared = 1, topK = 0, moeInter = 0;
   double routedScale = 1.5, swigluLimit = 10;

@@ -1,5 +1,6 @@
 //===- safetensors.cpp - reading and writing safetensors files -------------===//
 #include "dsf/safetensors.h"
+#include "file_io.h"
 
 #include <nlohmann/json.hpp>
 
@@ -180,39 +181,11 @@ bool writeSafetensors(const std::string &path, const std::vector<OwnedTensor> &t
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');
-  std::string temp = path + ".tmp." + std::to_string(getpid());
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    error = path + ": cannot write: " + std::strerror(errno);
-    return false;
-  }
-  auto writeAll = [&](const void *p, size_t n) {
-    auto *c = static_cast<const char *>(p);
-    while (n) {
-      ssize_t w = ::write(fd, c, n);
-      if (w < 0) {
-        if (errno == EINTR)
-          continue;
-        return false;
-      }
-      c += w;
-      n -= size_t(w);
-    }
-    return true;
-  };
   uint64_t length = text.size();
-  bool ok = writeAll(&length, 8) && writeAll(text.data(), text.size());
+  std::vector<std::pair<const void *, size_t>> chunks{{&length, 8}, {text.data(), text.size()}};
   for (const OwnedTensor &t : tensors)
-    ok = ok && writeAll(t.data.data(), t.data.size());
-  ok = ok && fsync(fd) == 0;
-  int savedErrno = errno;
-  ok = (::close(fd) == 0) && ok;
-  if (!ok || std::rename(temp.c_str(), path.c_str()) != 0) {
-    error = path + ": cannot write: " + std::strerror(ok ? errno : savedErrno);
-    ::unlink(temp.c_str());
-    return false;
-  }
-  return true;
+    chunks.push_back({t.data.data(), t.data.size()});
+  return writeFileAtomically(path, chunks, error);
 }
 
 bool readAsFloat(const TensorView &t, std::vector<float> &out, std::string &error) {

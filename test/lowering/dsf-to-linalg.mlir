@@ -4,7 +4,7 @@
 // (recorded in dsf.weights), weights with one become constants; layers inline.
 // CHECK-NOT: dsf.
 // CHECK-LABEL: func.func @forward(
-// CHECK-SAME: %{{.*}}: tensor<?x8xf32>, %[[W:.*]]: tensor<4x8xf32>) -> tensor<?x4xf32> attributes {dsf.weights = [@w]}
+// CHECK-SAME: %{{.*}}: tensor<?x8xf32>, %[[W:.*]]: tensor<4x8xf32>) -> tensor<?x4xf32> attributes {dsf.weights = [@w], llvm.emit_c_interface}
 // CHECK: %[[NW:.*]] = arith.constant dense<2.000000e+00> : tensor<8xf32>
 // CHECK: linalg.generic
 // CHECK: math.rsqrt

@@ -1,15 +1,20 @@
 //===- dsf-compile.cpp - the dsf compiler driver ---------------------------===//
 //
 //   dsf-compile MODEL... [--schedule=S] [--emit=dsf|import] [--report=...] [-o FILE]
+//   dsf-compile MODEL --target=cpu -o model.dsfa
 //
 // MODEL is a directory holding config.json, or the file itself. Several
 // models import into one module; with --report=kv their global KV per token
 // is compared. The default pipeline (passes/Pipelines.cpp) runs after import;
 // --print-pipeline shows it, --mlir-print-ir-after-all and the other
 // mlir-opt pass-manager flags apply. Without --emit, the reports are printed
-// (the main job).
+// (the main job). --target=cpu lowers the model for the host and writes an
+// artifact (runtime/include/dsf/artifact.h) for dsf-run.
 //
 //===----------------------------------------------------------------------===//
+#include "lowering/CPU/HostCodegen.h"
+#include "lowering/CPU/Manifest.h"
+#include "lowering/Passes.h"
 #include "models/import/GraphBuilder.h"
 #include "models/import/ModelConfig.h"
 #include "passes/Schedule.h"
@@ -27,6 +32,8 @@
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/TargetParser/Host.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
@@ -65,12 +72,64 @@ cl::list<std::string> reports("report", cl::CommaSeparated,
 cl::opt<std::string> reportFormat("report-format",
                                   cl::desc("text, or svg for --report=schedule"),
                                   cl::init("text"));
+cl::opt<std::string> target("target", cl::desc("Compile for a target and write an artifact: cpu"),
+                            cl::value_desc("target"));
+cl::opt<std::string> hostCpu("host-cpu", cl::desc("--target=cpu: LLVM CPU name (default x86-64-v2; "
+                                                  "'native' for this machine's)"),
+                             cl::init("x86-64-v2"));
 cl::opt<std::string> output("o", cl::desc("Output file (default: stdout)"),
                             cl::value_desc("file"), cl::init("-"));
 
 int error(const Twine &msg) {
   WithColor::error(errs(), "dsf-compile") << msg << "\n";
   return 1;
+}
+/// Lowers the (single) model in `module` for the host and writes the artifact.
+int compileArtifact(mlir::ModuleOp module, const dsf::ModelConfig &config,
+                    const mlir::dsf::PipelineOptions &pipelineOptions) {
+  auto models = module.getBody()->getOps<mlir::dsf::ModelOp>();
+  mlir::dsf::ModelFacts facts = mlir::dsf::collectModelFacts(*models.begin());
+  ::dsf::rt::Manifest manifest;
+  manifest.model = facts.model;
+  manifest.family = facts.family;
+  manifest.target = "cpu-x86_64";
+  manifest.vocabSize = facts.vocabSize;
+  manifest.maxPositions = config.maxPositions > 0 ? config.maxPositions : (int64_t(1) << 31) - 1;
+  manifest.prefillMode = pipelineOptions.prefill;
+  manifest.kvQuant = pipelineOptions.kvQuant;
+  manifest.cachePlan = facts.cachePlan;
+
+  mlir::MLIRContext *context = module.getContext();
+  errs() << "dsf-compile: lowering " << facts.model << " for the CPU\n";
+  mlir::PassManager toLinalg(context);
+  if (failed(mlir::applyPassManagerCLOptions(toLinalg)) ||
+      failed(mlir::parsePassPipeline("dsf-to-linalg", toLinalg)))
+    return error("bad pass-manager options");
+  if (failed(toLinalg.run(module)))
+    return error("lowering to linalg failed (diagnostics above)");
+  std::string message;
+  if (failed(mlir::dsf::describeEntryPoints(module, facts, manifest.entryPoints, message)))
+    return error(message);
+  mlir::PassManager toLlvm(context);
+  if (failed(mlir::applyPassManagerCLOptions(toLlvm)) || failed(mlir::dsf::buildCpuPipelineFromLinalg(toLlvm)))
+    return error("bad pass-manager options");
+  if (failed(toLlvm.run(module)))
+    return error("lowering to LLVM failed (diagnostics above)");
+
+  errs() << "dsf-compile: generating host code\n";
+  std::vector<std::string> entries;
+  for (const ::dsf::rt::EntryPoint &e : manifest.entryPoints)
+    entries.push_back(e.name);
+  mlir::dsf::HostCodegenOptions codegen;
+  codegen.cpu = hostCpu == "native" ? llvm::sys::getHostCPUName().str() : hostCpu;
+  std::string so;
+  if (failed(mlir::dsf::buildHostLibrary(module, entries, codegen, so, message)))
+    return error(message);
+  std::vector<::dsf::rt::Section> sections{{::dsf::rt::SectionKind::Manifest, ::dsf::rt::manifestToJson(manifest)},
+                                           {::dsf::rt::SectionKind::HostKernels, std::move(so)}};
+  if (!::dsf::rt::writeArtifact(output, sections, message))
+    return error(message);
+  return 0;
 }
 } // namespace
 
@@ -79,6 +138,7 @@ int main(int argc, char **argv) {
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
   mlir::registerPassManagerCLOptions();
+  dsf::registerAllPasses();
   cl::ParseCommandLineOptions(argc, argv, "dsf: the DeepSeek-V4-family compiler\n");
 
   bool wantKv = false, wantParams = false, wantTiers = false, wantIndexer = false,
@@ -124,7 +184,17 @@ int main(int argc, char **argv) {
     outs() << "\n";
     return 0;
   }
-  if (emit.empty() && reports.empty())
+  if (!target.empty()) {
+    if (target != "cpu")
+      return error("--target: unknown target '" + target + "' (expected cpu)");
+    if (!emit.empty() || !reports.empty())
+      return error("--target writes an artifact; it does not combine with --emit or --report");
+    if (models.size() != 1)
+      return error("--target compiles one model at a time");
+    if (output == "-")
+      return error("--target needs an output file (-o model.dsfa)");
+  }
+  if (emit.empty() && reports.empty() && target.empty())
     wantKv = wantParams = true;
 
   // Read and validate every config before building anything.
@@ -170,6 +240,9 @@ int main(int argc, char **argv) {
     if (failed(pm.run(*module)))
       return error("the pass pipeline failed (diagnostics above)");
   }
+
+  if (!target.empty())
+    return compileArtifact(*module, configs.front(), pipelineOptions);
 
   std::string errorMessage;
   auto out = mlir::openOutputFile(output, &errorMessage);

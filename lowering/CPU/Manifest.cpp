@@ -1,0 +1,119 @@
+//===- Manifest.cpp - what an artifact says about its model ----------------===//
+#include "lowering/CPU/Manifest.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <map>
+#include <tuple>
+
+using namespace mlir;
+using namespace mlir::dsf;
+
+namespace {
+std::string dtypeOf(Type element) {
+  if (element.isInteger(1))
+    return "i1";
+  if (element.isInteger(32))
+    return "i32";
+  return "f32";   // every float is bound as f32 on the CPU
+}
+
+std::string printed(Attribute a) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  a.print(os);
+  return s;
+}
+} // namespace
+
+ModelFacts mlir::dsf::collectModelFacts(ModelOp model) {
+  ModelFacts facts;
+  facts.model = model.getSymName().str();
+  facts.family = model.getFamily().str();
+  facts.vocabSize = model.getVocabSize();
+  for (auto w : model.getBody().front().getOps<WeightDeclOp>()) {
+    ::dsf::rt::WeightSpec spec;
+    spec.name = w.getSymName().str();
+    spec.dtype = dtypeOf(w.getTensorType().getElementType());
+    spec.shape.assign(w.getTensorType().getShape().begin(), w.getTensorType().getShape().end());
+    if (auto names = w->getAttrOfType<StringAttr>("expert_names"))
+      spec.expertNames = names.str();
+    facts.weights[spec.name] = spec;
+  }
+  // One plan entry per distinct (what, ratio, width, format, plan).
+  std::map<std::tuple<std::string, int64_t, int64_t, std::string, std::string>, ::dsf::rt::CachePlanEntry> plan;
+  auto add = [&](std::string what, int64_t ratio, int64_t width, Attribute format, CachePlanAttr p) {
+    std::string f = printed(format), key = p ? printed(p) : "";
+    auto &e = plan[{what, ratio, width, f, key}];
+    e.what = what;
+    e.ratio = ratio;
+    e.width = width;
+    e.format = f;
+    if (p) {
+      e.live = stringifyTier(p.getLive()).str();
+      e.idle = stringifyTier(p.getIdle()).str();
+      e.ttlSeconds = p.getTtl();
+    } else {
+      e.live = "device";
+      e.idle = "dropped";
+    }
+    ++e.layers;
+  };
+  model.walk([&](Operation *op) {
+    auto p = op->getAttrOfType<CachePlanAttr>("plan");
+    if (auto w = llvm::dyn_cast<WindowWriteOp>(op)) {
+      auto t = llvm::cast<WindowType>(w.getType());
+      add("window", 0, t.getWidth(), t.getFormat(), p);
+    } else if (auto c = llvm::dyn_cast<CacheWriteOp>(op)) {
+      auto t = llvm::cast<CacheType>(c.getType());
+      add(stringifyCacheKind(t.getKind()).str(), t.getRatio(), t.getWidth(), t.getFormat(), p);
+    }
+  });
+  for (auto &[key, e] : plan)
+    facts.cachePlan.push_back(e);
+  return facts;
+}
+
+LogicalResult mlir::dsf::describeEntryPoints(ModuleOp module, const ModelFacts &facts,
+                                             std::vector<::dsf::rt::EntryPoint> &entries, std::string &error) {
+  static const char *inputNames[] = {"token_ids", "positions", "image_mask"};
+  for (auto func : module.getOps<func::FuncOp>()) {
+    auto bound = func->getAttrOfType<ArrayAttr>("dsf.weights");
+    if (!bound)
+      continue;
+    ::dsf::rt::EntryPoint e;
+    e.name = func.getSymName().str();
+    e.symbol = "dsf_entry_" + e.name;
+    FunctionType type = func.getFunctionType();
+    unsigned numInputs = type.getNumInputs() - bound.size();
+    if (numInputs > 3 || type.getNumResults() != 1) {
+      error = "entry point '" + e.name + "' has an unexpected signature";
+      return failure();
+    }
+    auto spec = [](std::string name, Type t) {
+      auto tensor = llvm::cast<RankedTensorType>(t);
+      ::dsf::rt::TensorSpec s{std::move(name), dtypeOf(tensor.getElementType()), {}};
+      for (int64_t d : tensor.getShape())
+        s.shape.push_back(ShapedType::isDynamic(d) ? -1 : d);
+      return s;
+    };
+    for (unsigned i = 0; i < numInputs; ++i)
+      e.inputs.push_back(spec(inputNames[i], type.getInput(i)));
+    e.outputs.push_back(spec("logits", type.getResult(0)));
+    for (Attribute a : bound) {
+      auto name = llvm::cast<FlatSymbolRefAttr>(a).getValue();
+      auto it = facts.weights.find(name);
+      if (it == facts.weights.end()) {
+        error = "entry point '" + e.name + "' binds undeclared weight '" + name.str() + "'";
+        return failure();
+      }
+      e.weights.push_back(it->second);
+    }
+    entries.push_back(std::move(e));
+  }
+  if (entries.empty()) {
+    error = "no entry points after dsf-to-linalg";
+    return failure();
+  }
+  return success();
+}

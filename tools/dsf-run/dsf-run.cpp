@@ -1,0 +1,209 @@
+//===- dsf-run.cpp - run a compiled model ----------------------------------===//
+//
+//   dsf-run model.dsfa --weights PATH --prompt-ids 1,2,3 [--max-new-tokens N]
+//           [--temperature T --top-p P --seed S] [--dump-logits FILE.safetensors]
+//
+// Loads and validates the artifact and the checkpoint, runs prefill over the
+// prompt and generates up to N tokens (greedy unless --temperature > 0),
+// printing the generated ids. --dump-logits writes the prompt's logits
+// ([prompt, vocab] f32, named "logits") with the ids ("input_ids").
+//
+// Decoding re-runs the prefill entry point over the whole sequence for each
+// new token: exact, but quadratic. The decode entry point with KV state kept
+// across calls (and the runtime's cache tiers) is the next step.
+//
+//===----------------------------------------------------------------------===//
+#include "dsf/artifact.h"
+#include "dsf/host_model.h"
+#include "dsf/safetensors.h"
+#include "dsf/weights.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace dsf::rt;
+
+namespace {
+int fail(const std::string &message) {
+  std::fprintf(stderr, "dsf-run: error: %s\n", message.c_str());
+  return 1;
+}
+
+void usage() {
+  std::fprintf(stderr,
+               "usage: dsf-run MODEL.dsfa --weights PATH --prompt-ids ID,ID,... [--max-new-tokens N]\n"
+               "               [--temperature T] [--top-p P] [--seed S] [--dump-logits FILE.safetensors]\n");
+}
+
+bool parseInt(const std::string &text, long long &out) {
+  if (text.empty())
+    return false;
+  char *end = nullptr;
+  errno = 0;
+  out = std::strtoll(text.c_str(), &end, 10);
+  return errno == 0 && end && *end == '\0';
+}
+
+bool parseDouble(const std::string &text, double &out) {
+  if (text.empty())
+    return false;
+  char *end = nullptr;
+  out = std::strtod(text.c_str(), &end);
+  return end && *end == '\0' && std::isfinite(out);
+}
+
+/// Greedy (temperature 0) or temperature / top-p sampling from one row.
+int32_t pick(const float *logits, int64_t vocab, double temperature, double topP, std::mt19937_64 &rng) {
+  if (temperature <= 0)
+    return int32_t(std::max_element(logits, logits + vocab) - logits);
+  std::vector<double> p(static_cast<size_t>(vocab));
+  double top = *std::max_element(logits, logits + vocab), sum = 0;
+  for (int64_t i = 0; i < vocab; ++i)
+    sum += p[size_t(i)] = std::exp((double(logits[i]) - top) / temperature);
+  std::vector<int32_t> order(static_cast<size_t>(vocab));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return p[size_t(a)] > p[size_t(b)]; });
+  double kept = 0;
+  size_t n = 0;
+  while (n < order.size() && (n == 0 || kept < topP * sum))
+    kept += p[size_t(order[n++])];
+  double r = std::uniform_real_distribution<double>(0, kept)(rng);
+  for (size_t i = 0; i < n; ++i) {
+    r -= p[size_t(order[i])];
+    if (r <= 0)
+      return order[i];
+  }
+  return order[n - 1];
+}
+
+struct Progress {
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  void done(const char *what) {
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (s > 1.0)
+      std::fprintf(stderr, "dsf-run: %s in %.1f s\n", what, s);
+    start = std::chrono::steady_clock::now();
+  }
+};
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string artifactPath, weightsPath, promptText, dumpPath;
+  long long maxNew = 0, seed = 0;
+  double temperature = 0, topP = 1;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](std::string &out) {
+      if (i + 1 >= argc)
+        return false;
+      out = argv[++i];
+      return true;
+    };
+    std::string v;
+    if (a == "--help" || a == "-h") {
+      usage();
+      return 0;
+    } else if (a == "--weights") {
+      if (!value(weightsPath))
+        return fail("--weights needs a path");
+    } else if (a == "--prompt-ids") {
+      if (!value(promptText))
+        return fail("--prompt-ids needs a comma-separated list of token ids");
+    } else if (a == "--dump-logits") {
+      if (!value(dumpPath))
+        return fail("--dump-logits needs a file name");
+    } else if (a == "--max-new-tokens") {
+      if (!value(v) || !parseInt(v, maxNew) || maxNew < 0)
+        return fail("--max-new-tokens needs a count >= 0");
+    } else if (a == "--seed") {
+      if (!value(v) || !parseInt(v, seed))
+        return fail("--seed needs an integer");
+    } else if (a == "--temperature") {
+      if (!value(v) || !parseDouble(v, temperature) || temperature < 0)
+        return fail("--temperature needs a number >= 0");
+    } else if (a == "--top-p") {
+      if (!value(v) || !parseDouble(v, topP) || topP <= 0 || topP > 1)
+        return fail("--top-p needs a number in (0, 1]");
+    } else if (!a.empty() && a[0] == '-') {
+      usage();
+      return fail("unknown option '" + a + "'");
+    } else if (artifactPath.empty()) {
+      artifactPath = a;
+    } else {
+      return fail("more than one artifact given ('" + artifactPath + "', '" + a + "')");
+    }
+  }
+  if (artifactPath.empty() || weightsPath.empty() || promptText.empty()) {
+    usage();
+    return fail("an artifact, --weights and --prompt-ids are required");
+  }
+  std::vector<int32_t> ids;
+  size_t start = 0;
+  while (start <= promptText.size()) {
+    size_t comma = promptText.find(',', start);
+    std::string item = promptText.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    long long id;
+    if (!parseInt(item, id) || id < INT32_MIN || id > INT32_MAX)
+      return fail("--prompt-ids: '" + item + "' is not a token id");
+    ids.push_back(int32_t(id));
+    if (comma == std::string::npos)
+      break;
+    start = comma + 1;
+  }
+
+  Progress progress;
+  std::string error;
+  std::shared_ptr<Artifact> artifact(Artifact::open(artifactPath, error));
+  if (!artifact)
+    return fail(error);
+  auto weights = WeightSource::open(weightsPath, error);
+  if (!weights)
+    return fail(error);
+  auto model = HostModel::load(artifact, *weights, error);
+  if (!model)
+    return fail(error);
+  progress.done("loaded the model and its weights");
+  const Manifest &m = model->manifest();
+  if (int64_t(ids.size()) + maxNew > m.maxPositions)
+    return fail("prompt (" + std::to_string(ids.size()) + " tokens) + --max-new-tokens (" + std::to_string(maxNew) +
+                ") exceeds the model's " + std::to_string(m.maxPositions) + " positions");
+
+  std::vector<float> logits;
+  if (!model->run("prefill", ids, logits, error))
+    return fail(error);
+  progress.done("prefill");
+  if (!dumpPath.empty()) {
+    OwnedTensor l{"logits", DType::F32, {int64_t(ids.size()), m.vocabSize}, {}};
+    l.data.resize(logits.size() * 4);
+    std::memcpy(l.data.data(), logits.data(), l.data.size());
+    OwnedTensor in{"input_ids", DType::I32, {int64_t(ids.size())}, {}};
+    in.data.resize(ids.size() * 4);
+    std::memcpy(in.data.data(), ids.data(), in.data.size());
+    if (!writeSafetensors(dumpPath, {in, l}, {{"model", m.model}, {"artifact", artifactPath}}, error))
+      return fail(error);
+  }
+  std::mt19937_64 rng(static_cast<uint64_t>(seed));
+  std::vector<int32_t> sequence = ids, generated;
+  for (long long step = 0; step < maxNew; ++step) {
+    const float *last = logits.data() + (sequence.size() - 1) * size_t(m.vocabSize);
+    int32_t next = pick(last, m.vocabSize, temperature, topP, rng);
+    generated.push_back(next);
+    sequence.push_back(next);
+    if (step + 1 < maxNew && !model->run("prefill", sequence, logits, error))
+      return fail(error);
+  }
+  if (maxNew > 0)
+    progress.done("generation");
+  for (size_t i = 0; i < generated.size(); ++i)
+    std::printf("%s%d", i ? "," : "", generated[i]);
+  std::printf("\n");
+  return 0;
+}
