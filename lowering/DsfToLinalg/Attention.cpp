@@ -485,9 +485,9 @@ struct AttentionLowering : DsfPattern<AttentionOp> {
 
 } // namespace
 
-void populateAttentionPatterns(RewritePatternSet &patterns, const TypeConverter &types, WeightValues &weights) {
+void populateAttentionPatterns(RewritePatternSet &patterns, const TypeConverter &types, LoweringState &state) {
   patterns.add<StoreLowering<WindowWriteOp>, StoreLowering<CacheWriteOp>, EntryPositionsLowering, CompressLowering,
-               IndexTopkLowering, AttentionLowering>(types, patterns.getContext(), weights);
+               IndexTopkLowering, AttentionLowering>(types, patterns.getContext(), state);
 }
 
 } // namespace mlir::dsf::lowering

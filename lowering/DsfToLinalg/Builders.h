@@ -15,10 +15,28 @@
 #include "mlir/Transforms/DialectConversion.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <map>
+#include <string>
+
 namespace mlir::dsf::lowering {
 
 /// Per function: the SSA value standing for each weight symbol.
 using WeightValues = llvm::DenseMap<Operation *, llvm::StringMap<Value>>;
+
+/// mHC's Sinkhorn rounds run in a helper function per (n, rounds, eps), which
+/// the pass adds after the conversion (a loop built inside a conversion
+/// pattern crashed MLIR 22's driver); patterns call it by name.
+struct SinkhornSpec {
+  int64_t n = 0, rounds = 0;
+  double eps = 0;
+};
+
+/// What the patterns share: each function's weight values, the Sinkhorn
+/// helpers wanted.
+struct LoweringState {
+  WeightValues weights;
+  std::map<std::string, SinkhornSpec> sinkhorn;
+};
 
 inline RankedTensorType tensorType(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
 
@@ -108,14 +126,14 @@ inline Value elementwise(OpBuilder &b, Location loc, ValueRange inputs,
 
 template <typename OpTy>
 struct DsfPattern : OpConversionPattern<OpTy> {
-  DsfPattern(const TypeConverter &types, MLIRContext *ctx, WeightValues &weights)
-      : OpConversionPattern<OpTy>(types, ctx), weights(weights) {}
+  DsfPattern(const TypeConverter &types, MLIRContext *ctx, LoweringState &state)
+      : OpConversionPattern<OpTy>(types, ctx), state(state) {}
   Value weight(Operation *op, FlatSymbolRefAttr sym) const {
-    auto &map = weights[op->getParentOfType<func::FuncOp>()];
+    auto &map = state.weights[op->getParentOfType<func::FuncOp>()];
     auto it = map.find(sym.getValue());
     return it == map.end() ? Value() : it->second;
   }
-  WeightValues &weights;
+  LoweringState &state;
 };
 
 /// An empty tensor of `type` whose dynamic axis 0 has `rows` (an index) rows.
@@ -136,7 +154,7 @@ Value rmsNormRows(OpBuilder &b, Location loc, Value x, Value w, double eps);
 
 /// Populates the patterns of Attention.cpp: window and cache writes, the
 /// compressor, entry positions, the indexer's top-k and pool, attention.
-void populateAttentionPatterns(RewritePatternSet &patterns, const TypeConverter &types, WeightValues &weights);
+void populateAttentionPatterns(RewritePatternSet &patterns, const TypeConverter &types, LoweringState &state);
 
 } // namespace mlir::dsf::lowering
 

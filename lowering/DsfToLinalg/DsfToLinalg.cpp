@@ -10,11 +10,13 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace mlir::dsf {
@@ -423,6 +425,14 @@ Value hcLogits(OpBuilder &b, Location loc, Value X, Value fn, Value base, Value 
   return logits;
 }
 
+/// dsf_sinkhorn_n<N>_r<rounds>_e<eps bits>: one helper per distinct site shape.
+std::string sinkhornName(const SinkhornSpec &s) {
+  float eps = float(s.eps);
+  uint32_t bits;
+  std::memcpy(&bits, &eps, 4);
+  return ("dsf_sinkhorn_n" + Twine(s.n) + "_r" + Twine(s.rounds) + "_e" + Twine::utohexstr(bits)).str();
+}
+
 /// The mHC coefficients. The projection and the sum of squares are two
 /// reductions over the flattened streams; the n + n + n*n results are then
 /// small per-token work: sigmoid, a row softmax and the Sinkhorn rounds (an
@@ -458,7 +468,7 @@ struct HcCoeffsLowering : DsfPattern<HcCoeffsOp> {
 
   /// pre, post and the Sinkhorn-normalised comb of streams X.
   static SmallVector<Value> coeffs(OpBuilder &b, Location loc, Value X, Value fn, Value base, Value scale,
-                                   int64_t iters, double eps, double normEps) {
+                                   int64_t iters, double eps, double normEps, LoweringState &state) {
     MLIRContext *ctx = b.getContext();
     int64_t n = tensorType(X).getDimSize(1);
     Value logits = hcLogits(b, loc, X, fn, base, scale, normEps);
@@ -504,19 +514,20 @@ struct HcCoeffsLowering : DsfPattern<HcCoeffsOp> {
       return arith::AddFOp::create(nb, l, a[0], f32Const(nb, l, eps));
     });
     comb = normalise(b, loc, soft, 1, eps);
-    // The remaining rounds, unrolled: the count is a compile-time attribute
-    // (20 in the released models), each round two small loops over
-    // [tokens, n, n]. (An scf.for built inside the conversion crashed the
-    // MLIR 22 conversion driver once weights were function arguments.)
-    for (int64_t round = 1; round < iters; ++round)
-      comb = normalise(b, loc, normalise(b, loc, comb, 2, eps), 1, eps);
+    // The remaining rounds: a call of the helper for (n, rounds, eps).
+    if (iters > 1) {
+      SinkhornSpec spec{n, iters - 1, eps};
+      std::string name = sinkhornName(spec);
+      state.sinkhorn[name] = spec;
+      comb = func::CallOp::create(b, loc, name, TypeRange{combType}, ValueRange{comb}).getResult(0);
+    }
     return {pre, post, comb};
   }
 
   LogicalResult matchAndRewrite(HcCoeffsOp op, OpAdaptor adaptor, ConversionPatternRewriter &b) const override {
     b.replaceOp(op, coeffs(b, op.getLoc(), adaptor.getStreams(), weight(op, op.getFnAttr()), weight(op, op.getBaseAttr()),
                            weight(op, op.getScaleAttr()), op.getSinkhornIters(), op.getEps().convertToDouble(),
-                           op.getNormEps().convertToDouble()));
+                           op.getNormEps().convertToDouble(), state));
     return success();
   }
 };
@@ -532,7 +543,7 @@ struct HcFusedUpdateLowering : DsfPattern<HcFusedUpdateOp> {
     SmallVector<Value> results{updated};
     results.append(HcCoeffsLowering::coeffs(b, loc, updated, weight(op, op.getFnAttr()), weight(op, op.getBaseAttr()),
                                             weight(op, op.getScaleAttr()), op.getSinkhornIters(),
-                                            op.getEps().convertToDouble(), op.getNormEps().convertToDouble()));
+                                            op.getEps().convertToDouble(), op.getNormEps().convertToDouble(), state));
     if (Value pre = adaptor.getCollapsePre())
       results.push_back(hcCollapse(b, loc, updated, pre));
     b.replaceOp(op, results);
@@ -780,7 +791,8 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
-    WeightValues weights;
+    LoweringState state;
+    WeightValues &weights = state.weights;
     for (auto model : llvm::to_vector(module.getBody()->getOps<ModelOp>())) {
       SmallVector<WeightDeclOp> order(model.getBody().front().getOps<WeightDeclOp>());
       SmallVector<func::FuncOp> moved;
@@ -850,13 +862,35 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
     patterns.add<EmbedLowering, RmsNormLowering, LinearLowering, RopeLowering, AddLowering,
                  TakeLastLowering, HcExpandLowering, HcCollapseLowering, HcUpdateLowering, FfnLowering,
                  MoeExpertsLowering, HcCoeffsLowering, HcFusedUpdateLowering, HcHeadLowering,
-                 GroupedLinearLowering, MoeGateLowering>(types, ctx, weights);
-    populateAttentionPatterns(patterns, types, weights);
+                 GroupedLinearLowering, MoeGateLowering>(types, ctx, state);
+    populateAttentionPatterns(patterns, types, state);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns, types);
     populateCallOpTypeConversionPattern(patterns, types);
     populateReturnOpTypeConversionPattern(patterns, types);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
-      signalPassFailure();
+      return signalPassFailure();
+
+    // The Sinkhorn helpers: comb -> `rounds` x (row, then column
+    // normalisation), an scf.for over whole [tokens, n, n] tensors.
+    OpBuilder b(ctx);
+    b.setInsertionPointToEnd(module.getBody());
+    for (const auto &[name, spec] : state.sinkhorn) {
+      Location loc = module.getLoc();
+      auto combType = RankedTensorType::get({ShapedType::kDynamic, spec.n, spec.n}, b.getF32Type());
+      auto helper = func::FuncOp::create(b, loc, name, b.getFunctionType({combType}, {combType}));
+      helper.setPrivate();
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(helper.addEntryBlock());
+      Value lb = arith::ConstantIndexOp::create(b, loc, 0), ub = arith::ConstantIndexOp::create(b, loc, spec.rounds),
+            step = arith::ConstantIndexOp::create(b, loc, 1);
+      double eps = spec.eps;
+      auto loop = scf::ForOp::create(b, loc, lb, ub, step, ValueRange{helper.getArgument(0)},
+                                     [&](OpBuilder &nb, Location l, Value, ValueRange iter) {
+                                       Value c = HcCoeffsLowering::normalise(nb, l, iter[0], 2, eps);
+                                       scf::YieldOp::create(nb, l, HcCoeffsLowering::normalise(nb, l, c, 1, eps));
+                                     });
+      func::ReturnOp::create(b, loc, loop.getResults());
+    }
   }
 };
 } // namespace
