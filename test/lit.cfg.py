@@ -38,5 +38,6 @@ tools = [
     ToolSubst("dsf-opt", unresolved="fatal"),
     ToolSubst("dsf-compile", unresolved="fatal"),
     ToolSubst("dsf-quant", unresolved="fatal"),
+    ToolSubst("dsf-run", unresolved="fatal"),
 ]
 llvm_config.add_tool_substitutions(tools, [config.dsf_tools_dir])

@@ -59,7 +59,14 @@ ModelFacts mlir::dsf::collectModelFacts(ModelOp model) {
     }
     ++e.layers;
   };
-  model.walk([&](Operation *op) {
+  // Each entry point writes the same caches: count the layers of one.
+  func::FuncOp first;
+  for (auto f : model.getBody().front().getOps<func::FuncOp>())
+    if (!first || f.getSymName() == "prefill")
+      first = f;
+  if (!first)
+    return facts;
+  first.walk([&](Operation *op) {
     auto p = op->getAttrOfType<CachePlanAttr>("plan");
     if (auto w = llvm::dyn_cast<WindowWriteOp>(op)) {
       auto t = llvm::cast<WindowType>(w.getType());

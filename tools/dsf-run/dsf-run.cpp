@@ -2,6 +2,7 @@
 //
 //   dsf-run model.dsfa --weights PATH --prompt-ids 1,2,3 [--max-new-tokens N]
 //           [--temperature T --top-p P --seed S] [--dump-logits FILE.safetensors]
+//   (--prompt-ids @FILE reads the list from FILE)
 //
 // Loads and validates the artifact and the checkpoint, runs prefill over the
 // prompt and generates up to N tokens (greedy unless --temperature > 0),
@@ -24,6 +25,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <cctype>
+#include <fstream>
+#include <sstream>
 #include <numeric>
 #include <random>
 #include <string>
@@ -144,6 +148,20 @@ int main(int argc, char **argv) {
   if (artifactPath.empty() || weightsPath.empty() || promptText.empty()) {
     usage();
     return fail("an artifact, --weights and --prompt-ids are required");
+  }
+  if (promptText[0] == '@') {
+    // @FILE: the list from a file (long prompts).
+    std::string file = promptText.substr(1);
+    std::ifstream in(file);
+    if (!in)
+      return fail("--prompt-ids: cannot read '" + file + "'");
+    std::stringstream text;
+    text << in.rdbuf();
+    promptText = text.str();
+    while (!promptText.empty() && std::isspace(static_cast<unsigned char>(promptText.back())))
+      promptText.pop_back();
+    if (promptText.empty())
+      return fail("--prompt-ids: '" + file + "' is empty");
   }
   std::vector<int32_t> ids;
   size_t start = 0;
