@@ -156,6 +156,10 @@ Value rmsNormRows(OpBuilder &b, Location loc, Value x, Value w, double eps);
 /// compressor, entry positions, the indexer's top-k and pool, attention.
 void populateAttentionPatterns(RewritePatternSet &patterns, const TypeConverter &types, LoweringState &state);
 
+/// Populates the patterns of Quant.cpp: quantize (bit-exact rounding to the
+/// cache formats) and dequantize.
+void populateQuantPatterns(RewritePatternSet &patterns, const TypeConverter &types, LoweringState &state);
+
 } // namespace mlir::dsf::lowering
 
 #endif // DSF_LOWERING_DSFTOLINALG_BUILDERS_H

@@ -847,6 +847,9 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
     types.addConversion([](TopkType t) -> Type {
       return RankedTensorType::get({ShapedType::kDynamic, t.getK()}, IntegerType::get(t.getContext(), 32));
     });
+    types.addConversion([](QTensorType t) -> Type {
+      return RankedTensorType::get(t.getShape(), Float32Type::get(t.getContext()));
+    });
     types.addConversion([](PoolType t) -> Type {
       return RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, IntegerType::get(t.getContext(), 1));
     });
@@ -864,6 +867,7 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
                  MoeExpertsLowering, HcCoeffsLowering, HcFusedUpdateLowering, HcHeadLowering,
                  GroupedLinearLowering, MoeGateLowering>(types, ctx, state);
     populateAttentionPatterns(patterns, types, state);
+    populateQuantPatterns(patterns, types, state);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns, types);
     populateCallOpTypeConversionPattern(patterns, types);
     populateReturnOpTypeConversionPattern(patterns, types);

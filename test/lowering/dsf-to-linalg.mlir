@@ -24,11 +24,16 @@ dsf.model @m attributes {family = "deepseek_v41", vocab_size = 16, hidden_size =
 
 // -----
 
-// An op not lowered yet fails with its name: quantized caches for now.
-dsf.model @m attributes {family = "deepseek_v41", vocab_size = 16, hidden_size = 32, num_layers = 1, hc_mult = 1} {
-  func.func @forward(%kv: tensor<?x32xf32>) -> !dsf.qtensor<?x32, #dsf.quant<e4m3, scale = ue8m0, block = 32>> {
-    // expected-error @below {{failed to legalize operation 'dsf.quantize'}}
-    %q = dsf.quantize %kv : tensor<?x32xf32> -> !dsf.qtensor<?x32, #dsf.quant<e4m3, scale = ue8m0, block = 32>>
-    return %q : !dsf.qtensor<?x32, #dsf.quant<e4m3, scale = ue8m0, block = 32>>
+// An op not lowered yet fails with its name: V4's compressors for now.
+dsf.model @m attributes {family = "deepseek_v4", vocab_size = 16, hidden_size = 8, num_layers = 1, hc_mult = 1} {
+  dsf.weight @wkv : tensor<8x8xf32>
+  dsf.weight @wg : tensor<8x8xf32>
+  dsf.weight @ape : tensor<4x8xf32>
+  dsf.weight @n : tensor<8xf32>
+  func.func @forward(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
+    // expected-error @below {{failed to legalize operation 'dsf.compress'}}
+    %c = dsf.compress %x {kind = #dsf.compressor<pool>, ratio = 4 : i64, wkv = @wkv, wgate = @wg, ape = @ape,
+        norm = @n, eps = 1.0e-6 : f64} : tensor<?x8xf32> -> tensor<?x8xf32>
+    return %c : tensor<?x8xf32>
   }
 }

@@ -1,10 +1,10 @@
 """Compares logits dsf-run dumped (--dump-logits) with a reference: NeMo's
 golden logits (--golden IO.safetensors --key KEY --row R) or the NumPy V4.1
 reference model run here on the same config, weights and ids (--reference
-CONFIG_DIR --weights W [--dense]). Prints the relative error
+CONFIG_DIR --weights W [--dense] [--quant]: the quantizers on). Prints the relative error
 ||got - ref|| / ||ref|| and the argmax agreement; exits 1 above --max-rel,
 below --min-argmax (percent), or on any non-finite logit.
-usage: check_logits.py DUMP (--golden IO --key K --row R | --reference DIR --weights W [--dense])
+usage: check_logits.py DUMP (--golden IO --key K --row R | --reference DIR --weights W [--dense] [--quant])
                        [--max-rel R] [--min-argmax P]"""
 import copy
 import json
@@ -36,7 +36,10 @@ else:
         config = copy.deepcopy(config)
         config["index_topk"] = 256
         config["candidate_topk_blocks"] = 256
-    model = v41.Model(config, safetensors_io.load(option("--weights")))
+    codecs = None
+    if "--quant" in sys.argv:
+        import codecs_np as codecs  # noqa: E402
+    model = v41.Model(config, safetensors_io.load(option("--weights")), quant=codecs)
     ref, _ = model.forward(ids)
     label = "numpy reference"
 max_rel, min_argmax = float(option("--max-rel", "inf")), float(option("--min-argmax", "0"))
