@@ -2,7 +2,8 @@
 //
 //   dsf-run model.dsfa --weights PATH --prompt-ids 1,2,3 [--max-new-tokens N]
 //           [--temperature T --top-p P --seed S] [--dump-logits FILE.safetensors]
-//   (--prompt-ids @FILE reads the list from FILE)
+//   (--prompt-ids @FILE reads the list from FILE; --timing prints prefill and
+//   decode times and rates)
 //
 // Loads and validates the artifact and the checkpoint, runs prefill over the
 // prompt and generates up to N tokens (greedy unless --temperature > 0),
@@ -44,7 +45,7 @@ int fail(const std::string &message) {
 void usage() {
   std::fprintf(stderr,
                "usage: dsf-run MODEL.dsfa --weights PATH --prompt-ids ID,ID,... [--max-new-tokens N]\n"
-               "               [--temperature T] [--top-p P] [--seed S] [--dump-logits FILE.safetensors]\n");
+               "               [--temperature T] [--top-p P] [--seed S] [--dump-logits FILE.safetensors] [--timing]\n");
 }
 
 bool parseInt(const std::string &text, long long &out) {
@@ -103,6 +104,7 @@ int main(int argc, char **argv) {
   std::string artifactPath, weightsPath, promptText, dumpPath;
   long long maxNew = 0, seed = 0;
   double temperature = 0, topP = 1;
+  bool timing = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](std::string &out) {
@@ -115,6 +117,8 @@ int main(int argc, char **argv) {
     if (a == "--help" || a == "-h") {
       usage();
       return 0;
+    } else if (a == "--timing") {
+      timing = true;
     } else if (a == "--weights") {
       if (!value(weightsPath))
         return fail("--weights needs a path");
@@ -195,8 +199,10 @@ int main(int argc, char **argv) {
                 ") exceeds the model's " + std::to_string(m.maxPositions) + " positions");
 
   std::vector<float> logits;
+  auto prefillStart = std::chrono::steady_clock::now();
   if (!model->run("prefill", ids, logits, error))
     return fail(error);
+  double prefillSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - prefillStart).count();
   progress.done("prefill");
   if (!dumpPath.empty()) {
     OwnedTensor l{"logits", DType::F32, {int64_t(ids.size()), m.vocabSize}, {}};
@@ -208,6 +214,7 @@ int main(int argc, char **argv) {
     if (!writeSafetensors(dumpPath, {in, l}, {{"model", m.model}, {"artifact", artifactPath}}, error))
       return fail(error);
   }
+  auto decodeStart = std::chrono::steady_clock::now();
   std::mt19937_64 rng(static_cast<uint64_t>(seed));
   std::vector<int32_t> sequence = ids, generated;
   for (long long step = 0; step < maxNew; ++step) {
@@ -218,8 +225,17 @@ int main(int argc, char **argv) {
     if (step + 1 < maxNew && !model->run("prefill", sequence, logits, error))
       return fail(error);
   }
+  double decodeSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - decodeStart).count();
   if (maxNew > 0)
     progress.done("generation");
+  if (timing) {
+    std::fprintf(stderr, "dsf-run: timing: prefill %zu tokens %.3f s (%.1f tokens/s)", ids.size(), prefillSeconds,
+                 double(ids.size()) / prefillSeconds);
+    if (maxNew > 0)
+      std::fprintf(stderr, "; decode %lld tokens %.3f s (%.2f tokens/s)", maxNew, decodeSeconds,
+                   double(maxNew) / decodeSeconds);
+    std::fprintf(stderr, "\n");
+  }
   for (size_t i = 0; i < generated.size(); ++i)
     std::printf("%s%d", i ? "," : "", generated[i]);
   std::printf("\n");

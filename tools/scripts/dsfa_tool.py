@@ -1,5 +1,6 @@
-"""Reads and edits .dsfa artifacts for the runtime's tests (the format is
-runtime/include/dsf/artifact.h), and makes checkpoints for them.
+"""Reads and edits .dsfa artifacts (the format is runtime/include/dsf/artifact.h)
+and makes random checkpoints for them: for the main job (scripts/run.sh) and
+the runtime's tests.
 
   artifact_tool.py manifest ART                 print the manifest JSON
   artifact_tool.py random-weights ART OUT [--drop NAME] [--extra NAME] [--reshape NAME]
@@ -16,7 +17,7 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "reference"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "test", "reference"))
 import safetensors_io  # noqa: E402
 
 
