@@ -26,7 +26,7 @@ LogicalResult mlir::dsf::buildCpuPipelineFromLinalg(OpPassManager &pm) {
     return failure();
   bufferization::buildBufferDeallocationPipeline(pm);
   return parsePassPipeline("canonicalize,convert-linalg-to-loops,lower-affine,"
-                           "expand-strided-metadata,convert-scf-to-cf,convert-bufferization-to-memref,"
+                           "expand-strided-metadata,lower-affine,convert-scf-to-cf,convert-bufferization-to-memref,"
                            "finalize-memref-to-llvm,convert-math-to-llvm,"
                            "convert-math-to-libm,convert-arith-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,"
                            "convert-arith-to-llvm,reconcile-unrealized-casts",

@@ -40,12 +40,17 @@ struct LoweringState {
 
 inline RankedTensorType tensorType(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
 
-/// An empty tensor of `type` whose dynamic token axis is `like`'s dimension 0.
+/// An empty tensor of `type` shaped after `like`: a dynamic axis i takes
+/// like's axis i when both have the same rank (e.g. [tokens, entries]),
+/// otherwise like's axis 0 (the token axis).
 inline Value emptyTensor(OpBuilder &b, Location loc, RankedTensorType type, Value like) {
+  auto likeType = llvm::cast<RankedTensorType>(like.getType());
+  bool sameRank = likeType.getRank() == type.getRank();
   SmallVector<OpFoldResult> sizes;
   for (int64_t i = 0; i < type.getRank(); ++i)
-    sizes.push_back(type.isDynamicDim(i) ? OpFoldResult(tensor::DimOp::create(b, loc, like, 0).getResult())
-                                         : OpFoldResult(b.getIndexAttr(type.getDimSize(i))));
+    sizes.push_back(type.isDynamicDim(i)
+                        ? OpFoldResult(tensor::DimOp::create(b, loc, like, sameRank ? i : 0).getResult())
+                        : OpFoldResult(b.getIndexAttr(type.getDimSize(i))));
   return tensor::EmptyOp::create(b, loc, sizes, type.getElementType());
 }
 

@@ -1,6 +1,7 @@
 //===- host_model.cpp - running an artifact's host kernels -----------------===//
 #include "dsf/host_model.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
@@ -9,9 +10,16 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+extern "C" void memrefCopy(int64_t elemSize, void *src, void *dst);
+
+/// Kernels resolve memrefCopy (host_abi.cpp) from the executable; this
+/// reference keeps it in every executable that links the host model.
+void *volatile dsfHostAbiAnchor = reinterpret_cast<void *>(&memrefCopy);
+
 namespace dsf::rt {
 
 namespace {
+
 std::string shapeText(const std::vector<int64_t> &shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i)
@@ -95,6 +103,16 @@ std::unique_ptr<HostModel> HostModel::load(std::shared_ptr<Artifact> artifact, c
     return nullptr;
   }
   std::string fdPath = "/proc/self/fd/" + std::to_string(model->memfd_);
+  // DSF_HOST_KERNELS_DUMP=FILE: load the kernels from FILE instead (written
+  // here), so that debuggers and profilers see their symbols.
+  if (const char *dump = std::getenv("DSF_HOST_KERNELS_DUMP")) {
+    FILE *f = std::fopen(dump, "wb");
+    if (!f || std::fwrite(so->data(), 1, so->size(), f) != so->size() || std::fclose(f) != 0) {
+      error = std::string("DSF_HOST_KERNELS_DUMP: cannot write ") + dump;
+      return nullptr;
+    }
+    fdPath = dump;
+  }
   model->library_ = dlopen(fdPath.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!model->library_) {
     error = artifact->path() + ": cannot load the host kernels: " + dlerror();
@@ -188,7 +206,7 @@ HostModel::~HostModel() {
 }
 
 bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &ids, std::vector<float> &logits,
-                    std::string &error) const {
+                    int64_t &firstRow, std::string &error) const {
   const Bound *bound = nullptr;
   for (const auto &b : entries_)
     if (b->spec->name == entryName)
@@ -245,12 +263,15 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
   void *allocated = reinterpret_cast<void *>(intptr_t(result[0]));
   auto *aligned = reinterpret_cast<const float *>(intptr_t(result[1]));
   int64_t offset = result[2], rows = result[3], cols = result[4], rowStride = result[5], colStride = result[6];
-  if (out.shape.size() != 2 || rows != n || cols != m.vocabSize) {
+  // A split prefill returns the logits of its tail only.
+  bool tailOnly = m.prefillMode != "full" && entryName == "prefill";
+  if (out.shape.size() != 2 || (tailOnly ? (rows < 1 || rows > n) : rows != n) || cols != m.vocabSize) {
     std::free(allocated);
     error = "entry point '" + entryName + "' returned logits of shape [" + std::to_string(rows) + ", " +
             std::to_string(cols) + "], expected [" + std::to_string(n) + ", " + std::to_string(m.vocabSize) + "]";
     return false;
   }
+  firstRow = n - rows;
   logits.resize(size_t(rows * cols));
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c)

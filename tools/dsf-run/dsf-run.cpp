@@ -8,7 +8,9 @@
 // Loads and validates the artifact and the checkpoint, runs prefill over the
 // prompt and generates up to N tokens (greedy unless --temperature > 0),
 // printing the generated ids. --dump-logits writes the prompt's logits
-// ([prompt, vocab] f32, named "logits") with the ids ("input_ids").
+// ([rows, vocab] f32, named "logits": every position, or the tail of an
+// exact-tail / bounded-replay prefill), their "positions" and the ids
+// ("input_ids").
 //
 // Decoding re-runs the prefill entry point over the whole sequence for each
 // new token: exact, but quadratic. The decode entry point with KV state kept
@@ -199,30 +201,39 @@ int main(int argc, char **argv) {
                 ") exceeds the model's " + std::to_string(m.maxPositions) + " positions");
 
   std::vector<float> logits;
+  int64_t firstRow = 0;
   auto prefillStart = std::chrono::steady_clock::now();
-  if (!model->run("prefill", ids, logits, error))
+  if (!model->run("prefill", ids, logits, firstRow, error))
     return fail(error);
   double prefillSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - prefillStart).count();
   progress.done("prefill");
   if (!dumpPath.empty()) {
-    OwnedTensor l{"logits", DType::F32, {int64_t(ids.size()), m.vocabSize}, {}};
+    int64_t rows = int64_t(logits.size()) / m.vocabSize;
+    OwnedTensor l{"logits", DType::F32, {rows, m.vocabSize}, {}};
     l.data.resize(logits.size() * 4);
     std::memcpy(l.data.data(), logits.data(), l.data.size());
     OwnedTensor in{"input_ids", DType::I32, {int64_t(ids.size())}, {}};
     in.data.resize(ids.size() * 4);
     std::memcpy(in.data.data(), ids.data(), in.data.size());
-    if (!writeSafetensors(dumpPath, {in, l}, {{"model", m.model}, {"artifact", artifactPath}}, error))
+    OwnedTensor positions{"positions", DType::I32, {rows}, {}};
+    positions.data.resize(size_t(rows) * 4);
+    for (int64_t r = 0; r < rows; ++r) {
+      int32_t p = int32_t(firstRow + r);
+      std::memcpy(positions.data.data() + 4 * r, &p, 4);
+    }
+    if (!writeSafetensors(dumpPath, {in, positions, l},
+                          {{"model", m.model}, {"artifact", artifactPath}, {"prefill", m.prefillMode}}, error))
       return fail(error);
   }
   auto decodeStart = std::chrono::steady_clock::now();
   std::mt19937_64 rng(static_cast<uint64_t>(seed));
   std::vector<int32_t> sequence = ids, generated;
   for (long long step = 0; step < maxNew; ++step) {
-    const float *last = logits.data() + (sequence.size() - 1) * size_t(m.vocabSize);
+    const float *last = logits.data() + logits.size() - size_t(m.vocabSize);
     int32_t next = pick(last, m.vocabSize, temperature, topP, rng);
     generated.push_back(next);
     sequence.push_back(next);
-    if (step + 1 < maxNew && !model->run("prefill", sequence, logits, error))
+    if (step + 1 < maxNew && !model->run("prefill", sequence, logits, firstRow, error))
       return fail(error);
   }
   double decodeSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - decodeStart).count();

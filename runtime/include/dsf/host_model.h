@@ -29,10 +29,14 @@ public:
 
   const Manifest &manifest() const { return artifact_->manifest(); }
 
-  /// Logits [ids.size(), vocab] of the tokens at positions start.. of a fresh
-  /// sequence, through entry point `entry`. Validates ids and positions.
+  /// Logits [rows, vocab] of a fresh sequence of `ids` through entry point
+  /// `entry`: every position for a full prefill; for the exact-tail and
+  /// bounded-replay prefills (the manifest's `prefill`) the rows of the
+  /// tail only, the first of them at position `firstRow` (exact-tail is exact
+  /// at the last position, which is what it promises; bounded replay
+  /// approximates it). Validates ids and positions.
   bool run(const std::string &entry, const std::vector<int32_t> &ids, std::vector<float> &logits,
-           std::string &error) const;
+           int64_t &firstRow, std::string &error) const;
 
 private:
   HostModel() = default;

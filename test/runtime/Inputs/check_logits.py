@@ -4,8 +4,11 @@ reference model run here on the same config, weights and ids (--reference
 CONFIG_DIR --weights W [--dense] [--quant]: the quantizers on). Prints the relative error
 ||got - ref|| / ||ref|| and the argmax agreement; exits 1 above --max-rel,
 below --min-argmax (percent), or on any non-finite logit.
-usage: check_logits.py DUMP (--golden IO --key K --row R | --reference DIR --weights W [--dense] [--quant])
-                       [--max-rel R] [--min-argmax P]"""
+--against OTHER_DUMP compares two dumps of the same ids on the positions
+both hold (a split prefill's tail against the full prefill); --exact also
+requires bit-identical logits; --last N compares the last N positions only.
+usage: check_logits.py DUMP (--golden IO --key K --row R | --reference DIR --weights W [--dense] [--quant] [--no-pool] [--prefill MODE]
+                             | --against OTHER_DUMP) [--last N] [--max-rel R] [--min-argmax P] [--exact]"""
 import copy
 import json
 import os
@@ -23,12 +26,23 @@ def option(name, default=None):
 
 dump = safetensors_io.load(sys.argv[1])
 got, ids = dump["logits"], dump["input_ids"].astype(np.int64)
+rows = dump["positions"].astype(np.int64) if "positions" in dump else np.arange(len(ids))
 if option("--golden"):
     io = safetensors_io.load(option("--golden"))
     key, row = option("--key"), int(option("--row"))
     if not np.array_equal(io["input_ids"][row], ids):
         sys.exit("the dump's input_ids are not the golden row's")
-    ref, label = io[key][row], f"{key}[{row}]"
+    ref, label = io[key][row][rows], f"{key}[{row}]"
+elif option("--against"):
+    # Another dump of the same ids (e.g. the full prefill): the rows both have.
+    other = safetensors_io.load(option("--against"))
+    if not np.array_equal(other["input_ids"], dump["input_ids"]):
+        sys.exit("the two dumps are of different ids")
+    other_rows = other["positions"].astype(np.int64) if "positions" in other else np.arange(len(ids))
+    keep = np.isin(rows, other_rows)
+    got, rows = got[keep], rows[keep]
+    ref = other["logits"][np.searchsorted(other_rows, rows)]
+    label = "against " + os.path.basename(option("--against"))
 else:
     import v41  # noqa: E402
     config = json.load(open(os.path.join(option("--reference"), "config.json")))
@@ -36,16 +50,29 @@ else:
         config = copy.deepcopy(config)
         config["index_topk"] = 256
         config["candidate_topk_blocks"] = 256
+    if "--no-pool" in sys.argv:
+        config = copy.deepcopy(config)
+        config["candidate_source_layer_id"] = None
     codecs = None
     if "--quant" in sys.argv:
         import codecs_np as codecs  # noqa: E402
     model = v41.Model(config, safetensors_io.load(option("--weights")), quant=codecs)
-    ref, _ = model.forward(ids)
-    label = "numpy reference"
+    mode = option("--prefill", "full")
+    ref, _ = model.forward(ids, prefill=mode)
+    if mode == "full":
+        ref = ref[rows]
+    label = "numpy reference" + ("" if mode == "full" else " (" + mode + ")")
+if option("--last"):
+    # Only the last rows (a split prefill is exact for its last position).
+    keep = int(option("--last"))
+    got, ref, rows = got[-keep:], ref[-keep:], rows[-keep:]
 max_rel, min_argmax = float(option("--max-rel", "inf")), float(option("--min-argmax", "0"))
 finite = bool(np.all(np.isfinite(got)))
 rel = float(np.linalg.norm(got - ref) / np.linalg.norm(ref)) if finite else float("nan")
 agree = int((got.argmax(-1) == ref.argmax(-1)).sum())
-ok = finite and got.shape == ref.shape and rel <= max_rel and 100.0 * agree / len(ids) >= min_argmax
-print(f"{label}: relative error {rel:.3e}, argmax agreement {agree}/{len(ids)} {'ok' if ok else 'FAILED'}")
+exact = finite and got.shape == ref.shape and bool(np.array_equal(got, ref))
+ok = finite and got.shape == ref.shape and rel <= max_rel and 100.0 * agree / len(rows) >= min_argmax
+ok = ok and (exact or "--exact" not in sys.argv)
+print(f"{label}: relative error {rel:.3e}, argmax agreement {agree}/{len(rows)}{', bit-identical' if exact else ''} "
+      f"{'ok' if ok else 'FAILED'}")
 sys.exit(0 if ok else 1)
