@@ -40,45 +40,46 @@
 using namespace llvm;
 
 namespace {
+cl::OptionCategory dsfCategory("dsf-compile options");
 cl::list<std::string> models(cl::Positional, cl::OneOrMore,
-                             cl::desc("<model dir or config.json>..."));
+                             cl::desc("<model dir or config.json>..."), cl::cat(dsfCategory));
 cl::opt<std::string> schedule("schedule", cl::desc("Override the layer schedule, e.g. "
                                                    "'S S (F R R R R R)*3 | (F R R R) (X R R R)*4'"),
-                              cl::value_desc("schedule"));
+                              cl::value_desc("schedule"), cl::cat(dsfCategory));
 cl::opt<std::string> emit("emit",
                           cl::desc("What to print: dsf (after the pipeline), import (before it)"),
-                          cl::value_desc("kind"));
-cl::opt<bool> printPipeline("print-pipeline", cl::desc("Print the pass pipeline and exit"));
-cl::opt<bool> noKvQuant("no-kv-quant", cl::desc("Store every cache in f32 (dsf-quantize-kv off=true)"));
+                          cl::value_desc("kind"), cl::cat(dsfCategory));
+cl::opt<bool> printPipeline("print-pipeline", cl::desc("Print the pass pipeline and exit"), cl::cat(dsfCategory));
+cl::opt<bool> noKvQuant("no-kv-quant", cl::desc("Store every cache in f32 (dsf-quantize-kv off=true)"), cl::cat(dsfCategory));
 cl::opt<double> kvBudget("kv-budget",
                          cl::desc("Let dsf-schedule-csa2 choose a schedule within this many "
                                   "global-KV bytes per token"),
-                         cl::init(0));
+                         cl::init(0), cl::cat(dsfCategory));
 cl::opt<int64_t> maxIndexSources("max-index-sources",
                                  cl::desc("With --kv-budget: at most this many index sources"),
-                                 cl::init(0));
+                                 cl::init(0), cl::cat(dsfCategory));
 cl::opt<int64_t> poolBlocks("candidate-blocks",
                             cl::desc("Candidate-pool blocks (0: the config's; -1: no pool)"),
-                            cl::init(0));
+                            cl::init(0), cl::cat(dsfCategory));
 cl::opt<std::string> prefillMode("prefill",
                                  cl::desc("Prefill entry point: full, exact-tail or bounded-replay"),
-                                 cl::init("full"));
-cl::opt<bool> noFuseMhc("no-fuse-mhc", cl::desc("Leave the mHC sites unfused"));
+                                 cl::init("full"), cl::cat(dsfCategory));
+cl::opt<bool> noFuseMhc("no-fuse-mhc", cl::desc("Leave the mHC sites unfused"), cl::cat(dsfCategory));
 cl::opt<int64_t> poolBlockSize("candidate-block-size",
-                               cl::desc("Candidate-pool block size (0: the config's)"), cl::init(0));
+                               cl::desc("Candidate-pool block size (0: the config's)"), cl::init(0), cl::cat(dsfCategory));
 cl::list<std::string> reports("report", cl::CommaSeparated,
                               cl::desc("Reports to print: kv, params, tiers, indexer, schedule, mhc, flops "
-                                       "(default when nothing is emitted: kv and params)"));
+                                       "(default when nothing is emitted: kv and params)"), cl::cat(dsfCategory));
 cl::opt<std::string> reportFormat("report-format",
                                   cl::desc("text, or svg for --report=schedule"),
-                                  cl::init("text"));
+                                  cl::init("text"), cl::cat(dsfCategory));
 cl::opt<std::string> target("target", cl::desc("Compile for a target and write an artifact: cpu"),
-                            cl::value_desc("target"));
+                            cl::value_desc("target"), cl::cat(dsfCategory));
 cl::opt<std::string> hostCpu("host-cpu", cl::desc("--target=cpu: LLVM CPU name (default x86-64-v2; "
                                                   "'native' for this machine's)"),
-                             cl::init("x86-64-v2"));
+                             cl::init("x86-64-v2"), cl::cat(dsfCategory));
 cl::opt<std::string> output("o", cl::desc("Output file (default: stdout)"),
-                            cl::value_desc("file"), cl::init("-"));
+                            cl::value_desc("file"), cl::init("-"), cl::cat(dsfCategory));
 
 int error(const Twine &msg) {
   WithColor::error(errs(), "dsf-compile") << msg << "\n";
@@ -139,6 +140,9 @@ int main(int argc, char **argv) {
   mlir::registerMLIRContextCLOptions();
   mlir::registerPassManagerCLOptions();
   dsf::registerAllPasses();
+  // --help lists dsf-compile's own options; LLVM's and MLIR's stay usable
+  // (--help-hidden lists them).
+  cl::HideUnrelatedOptions(dsfCategory);
   cl::ParseCommandLineOptions(argc, argv, "dsf: the DeepSeek-V4-family compiler\n");
 
   bool wantKv = false, wantParams = false, wantTiers = false, wantIndexer = false,
