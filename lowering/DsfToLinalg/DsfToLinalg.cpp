@@ -92,7 +92,6 @@ struct LinearLowering : DsfPattern<LinearOp> {
   using DsfPattern::DsfPattern;
   LogicalResult matchAndRewrite(LinearOp op, OpAdaptor adaptor, ConversionPatternRewriter &b) const override {
     Location loc = op.getLoc();
-    MLIRContext *ctx = b.getContext();
     Value x = adaptor.getInput();
     auto inType = tensorType(x);
     if (inType.getRank() > 2) {
@@ -101,18 +100,8 @@ struct LinearLowering : DsfPattern<LinearOp> {
         re[1].push_back(i);
       x = tensor::CollapseShapeOp::create(b, loc, x, re);
     }
-    Value w = weight(op, op.getWeightAttr());
     auto resultType = llvm::cast<RankedTensorType>(op.getType());
-    int64_t outFeatures = tensorType(w).getDimSize(0);
-    auto flatType = RankedTensorType::get({ShapedType::kDynamic, outFeatures}, b.getF32Type());
-    auto mm = linalg::GenericOp::create(
-        b, loc, TypeRange{flatType}, ValueRange{x, w}, ValueRange{zeros(b, loc, flatType, x)},
-        ArrayRef<AffineMap>{pick(ctx, 3, {0, 2}), pick(ctx, 3, {1, 2}), pick(ctx, 3, {0, 1})}, iterators(2, 1),
-        [&](OpBuilder &nb, Location l, ValueRange a) {
-          Value p = arith::MulFOp::create(nb, l, a[0], a[1]);
-          linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], p).getResult());
-        });
-    Value y = mm.getResult(0);
+    Value y = rowsTimesTransposed(b, loc, x, weight(op, op.getWeightAttr()));
     if (resultType.getRank() > 2) {
       SmallVector<ReassociationIndices> re{{0}, {}};
       SmallVector<OpFoldResult> shape{tensor::DimOp::create(b, loc, y, 0).getResult()};

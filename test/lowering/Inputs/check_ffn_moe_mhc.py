@@ -2,7 +2,6 @@
 reference on the same values. usage: check_ffn_moe_mhc.py RUNNER_OUTPUT"""
 import json
 import os
-import re
 import sys
 import types
 
@@ -10,16 +9,13 @@ import numpy as np
 
 here = os.path.dirname(__file__)
 sys.path.insert(0, os.path.join(here, "..", "..", "reference"))
+sys.path.insert(0, here)
+from runner_output import memrefs, report  # noqa: E402
 from v41 import Model, sigmoid  # noqa: E402
 
 d = {k: np.asarray(v) for k, v in json.load(open(os.path.join(here, "ffn_moe_mhc.json"))).items()}
 f32 = np.float32
-text = open(sys.argv[1]).read()
-blocks = []
-for m in re.finditer(r"sizes = \[([0-9, ]+)\].*?data =\s*(.*?)(?=Unranked Memref|\Z)", text, re.S):
-    shape = [int(s) for s in m.group(1).split(",")]
-    values = [float(v) for v in re.findall(r"-?[0-9.]+(?:e[-+]?[0-9]+)?|-?nan|-?inf", m.group(2))]
-    blocks.append(np.array(values, f32).reshape(shape))
+blocks = memrefs(open(sys.argv[1]).read())
 
 X = d["X"].astype(f32)
 # The reference's own mHC coefficient code, on a stand-in for the model object.
@@ -41,11 +37,5 @@ m = np.zeros_like(x)
 for t in range(x.shape[0]):               # as Model.moe, with the routing given
     for e, we in zip(d["experts"][t], d["routing"][t].astype(f32)):
         m[t] += (we * swiglu(x[t] @ W["ew1"][e].T, x[t] @ W["ew3"][e].T)) @ W["ew2"][e].T
-ok = True
-for name, got, want in [("mhc.coeffs pre", blocks[0], pre), ("mhc.coeffs post", blocks[1], post),
-                        ("mhc.coeffs comb", blocks[2], comb), ("ffn", blocks[3], s), ("moe.experts", blocks[4], m)]:
-    err = float(np.max(np.abs(got - want) / (np.abs(want) + 1e-3)))
-    good = np.all(np.isfinite(got)) and got.shape == want.shape and err < 1e-4
-    ok &= bool(good)
-    print(f"{name}: max relative error {err:.3e} {'ok' if good else 'FAILED'}")
-sys.exit(0 if ok else 1)
+sys.exit(0 if report([("mhc.coeffs pre", blocks[0], pre), ("mhc.coeffs post", blocks[1], post),
+                        ("mhc.coeffs comb", blocks[2], comb), ("ffn", blocks[3], s), ("moe.experts", blocks[4], m)]) else 1)

@@ -2,23 +2,19 @@
 functions on the same values. usage: check_rowwise.py RUNNER_OUTPUT"""
 import json
 import os
-import re
 import sys
 
 import numpy as np
 
 here = os.path.dirname(__file__)
 sys.path.insert(0, os.path.join(here, "..", "..", "reference"))
+sys.path.insert(0, here)
+from runner_output import memrefs, report  # noqa: E402
 from v41 import rms, rope, rope_frequencies  # noqa: E402
 
 d = {k: np.asarray(v) for k, v in json.load(open(os.path.join(here, "rowwise.json"))).items()}
 f32 = np.float32
-text = open(sys.argv[1]).read()
-blocks = []
-for m in re.finditer(r"sizes = \[([0-9, ]+)\].*?data =\s*(.*?)(?=Unranked Memref|\Z)", text, re.S):
-    shape = [int(s) for s in m.group(1).split(",")]
-    values = [float(v) for v in re.findall(r"-?[0-9.]+(?:e[-+]?[0-9]+)?|-?nan|-?inf", m.group(2))]
-    blocks.append(np.array(values, f32).reshape(shape))
+blocks = memrefs(open(sys.argv[1]).read())
 
 ids, pos = d["ids"].astype(np.int64), d["pos"].astype(np.int64)
 e = d["emb"].astype(f32)[ids]
@@ -33,13 +29,7 @@ y = u.reshape(5, 8) @ d["w2"].astype(f32).T
 z = y + n
 X = np.repeat(e[:, None, :], 2, axis=1)
 X2 = d["post"].astype(f32)[:, :, None] * z[:, None, :] + np.einsum("tjk,tjd->tkd", d["comb"].astype(f32), X)
-ok = True
-for name, got, want in [("embed+expand+collapse+rms_norm+linear+rope", blocks[0], r),
+sys.exit(0 if report([("embed+expand+collapse+rms_norm+linear+rope", blocks[0], r),
                         ("rope then inverse rope returns its input", blocks[1], q),
                         ("per-head rms_norm+linear+add+take_last", blocks[2], z[-3:]),
-                        ("mhc.update", blocks[3], X2)]:
-    err = float(np.max(np.abs(got - want) / (np.abs(want) + 1e-3)))
-    good = np.all(np.isfinite(got)) and got.shape == want.shape and err < 1e-4
-    ok &= bool(good)
-    print(f"{name}: max relative error {err:.3e} {'ok' if good else 'FAILED'}")
-sys.exit(0 if ok else 1)
+                        ("mhc.update", blocks[3], X2)]) else 1)
