@@ -17,22 +17,9 @@
 //===----------------------------------------------------------------------===//
 #include "lowering/DsfToLinalg/Builders.h"
 
-#include <limits>
 
 namespace mlir::dsf::lowering {
 namespace {
-
-Value i32Const(OpBuilder &b, Location loc, int32_t v) {
-  return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
-}
-
-Value minusInfinity(OpBuilder &b, Location loc) {
-  return f32Const(b, loc, -std::numeric_limits<float>::infinity());
-}
-
-Value filled(OpBuilder &b, Location loc, Value value, Value empty) {
-  return linalg::FillOp::create(b, loc, ValueRange{value}, ValueRange{empty}).getResult(0);
-}
 
 Value dim0(OpBuilder &b, Location loc, Value v) { return tensor::DimOp::create(b, loc, v, 0); }
 
@@ -115,37 +102,6 @@ struct CompressLowering : DsfPattern<CompressOp> {
     return success();
   }
 };
-
-/// count[t, a] = #{a' : v[t, a'] > v[t, a] or (v[t, a'] == v[t, a] and a' < a)}
-/// — the position of a in a stable descending sort of row t. With `eligible`,
-/// only eligible a' count.
-Value stableDescendingRank(OpBuilder &b, Location loc, Value values, Value eligible = Value()) {
-  MLIRContext *ctx = b.getContext();
-  auto vType = tensorType(values);
-  auto rType = RankedTensorType::get(vType.getShape(), b.getI32Type());
-  Value init = filled(b, loc, i32Const(b, loc, 0), emptyTensor(b, loc, rType, values));
-  SmallVector<Value> inputs{values, values};
-  SmallVector<AffineMap> maps{pick(ctx, 3, {0, 1}), pick(ctx, 3, {0, 2})};
-  if (eligible) {
-    inputs.push_back(eligible);
-    maps.push_back(pick(ctx, 3, {0, 2}));
-  }
-  maps.push_back(pick(ctx, 3, {0, 1}));
-  return linalg::GenericOp::create(
-             b, loc, TypeRange{rType}, inputs, ValueRange{init}, maps, iterators(2, 1),
-             [&](OpBuilder &nb, Location l, ValueRange a) {
-               Value self = linalg::IndexOp::create(nb, l, 1), other = linalg::IndexOp::create(nb, l, 2);
-               Value greater = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OGT, a[1], a[0]);
-               Value equal = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ, a[1], a[0]);
-               Value earlier = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, other, self);
-               Value before = arith::OrIOp::create(nb, l, greater, arith::AndIOp::create(nb, l, equal, earlier));
-               if (eligible)
-                 before = arith::AndIOp::create(nb, l, before, a[2]);
-               Value acc = a.back();
-               linalg::YieldOp::create(nb, l, arith::SelectOp::create(nb, l, before, arith::AddIOp::create(nb, l, acc, i32Const(nb, l, 1)), acc).getResult());
-             })
-      .getResult(0);
-}
 
 /// The indexer: scores, visibility, the optional pool restriction, the
 /// top-k (ascending indices, -1 padded) and optionally a new pool.
@@ -484,6 +440,34 @@ struct AttentionLowering : DsfPattern<AttentionOp> {
 };
 
 } // namespace
+
+Value stableDescendingRank(OpBuilder &b, Location loc, Value values, Value eligible) {
+  MLIRContext *ctx = b.getContext();
+  auto vType = tensorType(values);
+  auto rType = RankedTensorType::get(vType.getShape(), b.getI32Type());
+  Value init = filled(b, loc, i32Const(b, loc, 0), emptyTensor(b, loc, rType, values));
+  SmallVector<Value> inputs{values, values};
+  SmallVector<AffineMap> maps{pick(ctx, 3, {0, 1}), pick(ctx, 3, {0, 2})};
+  if (eligible) {
+    inputs.push_back(eligible);
+    maps.push_back(pick(ctx, 3, {0, 2}));
+  }
+  maps.push_back(pick(ctx, 3, {0, 1}));
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{rType}, inputs, ValueRange{init}, maps, iterators(2, 1),
+             [&](OpBuilder &nb, Location l, ValueRange a) {
+               Value self = linalg::IndexOp::create(nb, l, 1), other = linalg::IndexOp::create(nb, l, 2);
+               Value greater = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OGT, a[1], a[0]);
+               Value equal = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ, a[1], a[0]);
+               Value earlier = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, other, self);
+               Value before = arith::OrIOp::create(nb, l, greater, arith::AndIOp::create(nb, l, equal, earlier));
+               if (eligible)
+                 before = arith::AndIOp::create(nb, l, before, a[2]);
+               Value acc = a.back();
+               linalg::YieldOp::create(nb, l, arith::SelectOp::create(nb, l, before, arith::AddIOp::create(nb, l, acc, i32Const(nb, l, 1)), acc).getResult());
+             })
+      .getResult(0);
+}
 
 void populateAttentionPatterns(RewritePatternSet &patterns, const TypeConverter &types, LoweringState &state) {
   patterns.add<StoreLowering<WindowWriteOp>, StoreLowering<CacheWriteOp>, EntryPositionsLowering, CompressLowering,

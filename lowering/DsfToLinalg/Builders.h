@@ -15,6 +15,7 @@
 #include "mlir/Transforms/DialectConversion.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <limits>
 #include <map>
 #include <string>
 
@@ -52,6 +53,19 @@ inline Value emptyTensor(OpBuilder &b, Location loc, RankedTensorType type, Valu
                         ? OpFoldResult(tensor::DimOp::create(b, loc, like, sameRank ? i : 0).getResult())
                         : OpFoldResult(b.getIndexAttr(type.getDimSize(i))));
   return tensor::EmptyOp::create(b, loc, sizes, type.getElementType());
+}
+
+inline Value i32Const(OpBuilder &b, Location loc, int32_t v) {
+  return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
+}
+
+inline Value minusInfinity(OpBuilder &b, Location loc) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+}
+
+/// `empty` filled with `value`.
+inline Value filled(OpBuilder &b, Location loc, Value value, Value empty) {
+  return linalg::FillOp::create(b, loc, ValueRange{value}, ValueRange{empty}).getResult(0);
 }
 
 inline Value zeros(OpBuilder &b, Location loc, RankedTensorType type, Value like) {
@@ -152,6 +166,14 @@ inline Value emptyWithRows(OpBuilder &b, Location loc, RankedTensorType type, Va
 inline Value indexConst(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
 }
+
+/// count[t, a] = #{a' : v[t, a'] > v[t, a] or (v[t, a'] == v[t, a] and a' < a)}
+/// over a [rows, n] tensor: the position of a in a stable descending sort of
+/// row t (i32). With `eligible` (i1, same shape), only eligible a' count.
+Value stableDescendingRank(OpBuilder &b, Location loc, Value values, Value eligible = Value());
+
+/// sum(x^2) over the last axis.
+Value sumOfSquares(OpBuilder &b, Location loc, Value x);
 
 /// x / sqrt(mean(x^2) + eps) * w over the last axis (w may be null), in the
 /// reference's order of operations.

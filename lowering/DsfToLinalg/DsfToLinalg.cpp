@@ -23,20 +23,27 @@ namespace mlir::dsf {
 #define GEN_PASS_DEF_DSFTOLINALG
 #include "lowering/Passes.h.inc"
 
+Value lowering::sumOfSquares(OpBuilder &b, Location loc, Value x) {
+  MLIRContext *ctx = b.getContext();
+  auto type = tensorType(x);
+  unsigned r = type.getRank();
+  auto reducedType = RankedTensorType::get(type.getShape().drop_back(), b.getF32Type());
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{reducedType}, ValueRange{x}, ValueRange{zeros(b, loc, reducedType, x)},
+             ArrayRef<AffineMap>{pick(ctx, r, range(0, r)), pick(ctx, r, range(0, r - 1))}, iterators(r - 1, 1),
+             [&](OpBuilder &nb, Location l, ValueRange a) {
+               Value sq = arith::MulFOp::create(nb, l, a[0], a[0]);
+               linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[1], sq).getResult());
+             })
+      .getResult(0);
+}
+
 Value lowering::rmsNormRows(OpBuilder &b, Location loc, Value x, Value w, double eps) {
     MLIRContext *ctx = b.getContext();
     auto type = tensorType(x);
     unsigned r = type.getRank();
     int64_t width = type.getShape().back();
-    auto reducedType = RankedTensorType::get(type.getShape().drop_back(), b.getF32Type());
-    auto sumsq = linalg::GenericOp::create(
-        b, loc, TypeRange{reducedType}, ValueRange{x}, ValueRange{zeros(b, loc, reducedType, x)},
-        ArrayRef<AffineMap>{pick(ctx, r, range(0, r)), pick(ctx, r, range(0, r - 1))}, iterators(r - 1, 1),
-        [&](OpBuilder &nb, Location l, ValueRange a) {
-          Value sq = arith::MulFOp::create(nb, l, a[0], a[0]);
-          linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[1], sq).getResult());
-        });
-    SmallVector<Value> inputs{x, sumsq.getResult(0)};
+    SmallVector<Value> inputs{x, sumOfSquares(b, loc, x)};
     SmallVector<AffineMap> maps{pick(ctx, r, range(0, r)), pick(ctx, r, range(0, r - 1))};
     if (w) {
       inputs.push_back(w);
@@ -385,15 +392,7 @@ Value hcLogits(OpBuilder &b, Location loc, Value X, Value fn, Value base, Value 
   int64_t n = sType.getDimSize(1), width = sType.getDimSize(1) * sType.getDimSize(2);
   Value flat = tensor::CollapseShapeOp::create(b, loc, X, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
   Value mix = rowsTimesTransposed(b, loc, flat, fn);
-  auto rowType = RankedTensorType::get({ShapedType::kDynamic}, b.getF32Type());
-  Value sumsq = linalg::GenericOp::create(
-                    b, loc, TypeRange{rowType}, ValueRange{flat}, ValueRange{zeros(b, loc, rowType, flat)},
-                    ArrayRef<AffineMap>{pick(ctx, 2, {0, 1}), pick(ctx, 2, {0})}, iterators(1, 1),
-                    [&](OpBuilder &nb, Location l, ValueRange a) {
-                      Value sq = arith::MulFOp::create(nb, l, a[0], a[0]);
-                      linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[1], sq).getResult());
-                    })
-                    .getResult(0);
+  Value sumsq = sumOfSquares(b, loc, flat);
   auto mixType = tensorType(mix);
   Value logits = linalg::GenericOp::create(
                      b, loc, TypeRange{mixType}, ValueRange{mix, sumsq, base},
@@ -480,9 +479,7 @@ struct HcCoeffsLowering : DsfPattern<HcCoeffsOp> {
                                                ArrayRef<ReassociationIndices>{{0}, {1, 2}}, combShape);
     // Row softmax (max-subtracted, as the reference) + eps.
     auto rowsType = RankedTensorType::get({ShapedType::kDynamic, n}, b.getF32Type());
-    Value lowest = f32Const(b, loc, -std::numeric_limits<float>::infinity());
-    Value maxInit = linalg::FillOp::create(b, loc, ValueRange{lowest}, ValueRange{emptyTensor(b, loc, rowsType, comb)})
-                        .getResult(0);
+    Value maxInit = filled(b, loc, minusInfinity(b, loc), emptyTensor(b, loc, rowsType, comb));
     Value rowMax = linalg::GenericOp::create(
                        b, loc, TypeRange{rowsType}, ValueRange{comb}, ValueRange{maxInit},
                        ArrayRef<AffineMap>{pick(ctx, 3, {0, 1, 2}), pick(ctx, 3, {0, 1})}, iterators(2, 1),
@@ -607,7 +604,6 @@ struct MoeGateLowering : DsfPattern<MoeGateOp> {
       return math::SqrtOp::create(nb, l, arith::AddFOp::create(nb, l, pos, tail));
     });
     auto sType = tensorType(s);
-    int64_t experts = sType.getDimSize(1);
     auto idxType = RankedTensorType::get({ShapedType::kDynamic, topK}, i32);
     Value chosen;
     if (op.getHashTableAttr()) {
@@ -649,27 +645,12 @@ struct MoeGateLowering : DsfPattern<MoeGateOp> {
                            linalg::YieldOp::create(nb, l, v);
                          })
                          .getResult(0);
-      // rank[t, e] = #{e' : biased[e'] > biased[e] or (== and e' < e)}
-      auto rankType = RankedTensorType::get({ShapedType::kDynamic, experts}, i32);
-      Value zero = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0));
-      Value rank = linalg::GenericOp::create(
-                       b, loc, TypeRange{rankType}, ValueRange{biased, biased},
-                       ValueRange{linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{emptyTensor(b, loc, rankType, x)}).getResult(0)},
-                       ArrayRef<AffineMap>{pick(ctx, 3, {0, 1}), pick(ctx, 3, {0, 2}), pick(ctx, 3, {0, 1})}, iterators(2, 1),
-                       [&](OpBuilder &nb, Location l, ValueRange a) {
-                         Value greater = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OGT, a[1], a[0]);
-                         Value equal = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ, a[1], a[0]);
-                         Value earlier = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, linalg::IndexOp::create(nb, l, 2),
-                                                               linalg::IndexOp::create(nb, l, 1));
-                         Value before = arith::OrIOp::create(nb, l, greater, arith::AndIOp::create(nb, l, equal, earlier));
-                         Value one = arith::ConstantOp::create(nb, l, nb.getI32IntegerAttr(1));
-                         linalg::YieldOp::create(nb, l, arith::SelectOp::create(nb, l, before, arith::AddIOp::create(nb, l, a[2], one), a[2]).getResult());
-                       })
-                       .getResult(0);
+      // The experts in a stable descending order of biased score.
+      Value rank = stableDescendingRank(b, loc, biased);
       // chosen[t, slot] = the e whose rank is slot
       chosen = linalg::GenericOp::create(
                    b, loc, TypeRange{idxType}, ValueRange{rank},
-                   ValueRange{linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{emptyTensor(b, loc, idxType, x)}).getResult(0)},
+                   ValueRange{filled(b, loc, i32Const(b, loc, 0), emptyTensor(b, loc, idxType, x))},
                    ArrayRef<AffineMap>{pick(ctx, 3, {0, 2}), pick(ctx, 3, {0, 1})}, iterators(2, 1),
                    [&](OpBuilder &nb, Location l, ValueRange a) {
                      Value slot = arith::IndexCastOp::create(nb, l, nb.getI32Type(), linalg::IndexOp::create(nb, l, 1));

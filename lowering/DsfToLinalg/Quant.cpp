@@ -16,27 +16,25 @@
 namespace mlir::dsf::lowering {
 namespace {
 
-Value i32c(OpBuilder &b, Location loc, int32_t v) { return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v)); }
-
 /// 2^e for an i32 exponent e in [-126, 127] (a normal f32).
 Value powerOfTwo(OpBuilder &b, Location loc, Value e) {
-  Value biased = arith::AddIOp::create(b, loc, e, i32c(b, loc, 127));
-  Value bits = arith::ShLIOp::create(b, loc, biased, i32c(b, loc, 23));
+  Value biased = arith::AddIOp::create(b, loc, e, i32Const(b, loc, 127));
+  Value bits = arith::ShLIOp::create(b, loc, biased, i32Const(b, loc, 23));
   return arith::BitcastOp::create(b, loc, b.getF32Type(), bits);
 }
 
 /// The unbiased exponent field of |x| (as f32 bits; -127 for zero and subnormals).
 Value exponentOf(OpBuilder &b, Location loc, Value a) {
   Value bits = arith::BitcastOp::create(b, loc, b.getI32Type(), a);
-  Value field = arith::AndIOp::create(b, loc, arith::ShRUIOp::create(b, loc, bits, i32c(b, loc, 23)), i32c(b, loc, 0xff));
-  return arith::SubIOp::create(b, loc, field, i32c(b, loc, 127));
+  Value field = arith::AndIOp::create(b, loc, arith::ShRUIOp::create(b, loc, bits, i32Const(b, loc, 23)), i32Const(b, loc, 0xff));
+  return arith::SubIOp::create(b, loc, field, i32Const(b, loc, 127));
 }
 
 /// Round x (|x| <= 448) to E4M3FN, ties to even: quantum 2^(max(e, -6) - 3).
 Value e4m3Rne(OpBuilder &b, Location loc, Value x) {
   Value a = math::AbsFOp::create(b, loc, x);
-  Value e = arith::MaxSIOp::create(b, loc, exponentOf(b, loc, a), i32c(b, loc, -6));
-  Value quantum = powerOfTwo(b, loc, arith::SubIOp::create(b, loc, e, i32c(b, loc, 3)));
+  Value e = arith::MaxSIOp::create(b, loc, exponentOf(b, loc, a), i32Const(b, loc, -6));
+  Value quantum = powerOfTwo(b, loc, arith::SubIOp::create(b, loc, e, i32Const(b, loc, 3)));
   Value steps = math::RoundEvenOp::create(b, loc, arith::DivFOp::create(b, loc, a, quantum));
   Value magnitude = arith::MulFOp::create(b, loc, steps, quantum);
   return math::CopySignOp::create(b, loc, magnitude, x);
@@ -47,15 +45,15 @@ Value ue8m0Scale(OpBuilder &b, Location loc, Value amax, double maximum, double 
   Value t = arith::MulFOp::create(b, loc, arith::MaximumFOp::create(b, loc, amax, f32Const(b, loc, floor)),
                                   f32Const(b, loc, float(1.0 / maximum)));
   Value bits = arith::BitcastOp::create(b, loc, b.getI32Type(), t);
-  Value field = arith::AndIOp::create(b, loc, arith::ShRUIOp::create(b, loc, bits, i32c(b, loc, 23)), i32c(b, loc, 0xff));
-  Value mantissa = arith::AndIOp::create(b, loc, bits, i32c(b, loc, 0x7fffff));
+  Value field = arith::AndIOp::create(b, loc, arith::ShRUIOp::create(b, loc, bits, i32Const(b, loc, 23)), i32Const(b, loc, 0xff));
+  Value mantissa = arith::AndIOp::create(b, loc, bits, i32Const(b, loc, 0x7fffff));
   Value up = arith::ExtUIOp::create(b, loc, b.getI32Type(),
-                                    arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, mantissa, i32c(b, loc, 0)));
+                                    arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, mantissa, i32Const(b, loc, 0)));
   Value byte = arith::AddIOp::create(b, loc, field, up);
   // byte 0 is 2^-127, the one subnormal scale.
-  Value normal = arith::BitcastOp::create(b, loc, b.getF32Type(), arith::ShLIOp::create(b, loc, byte, i32c(b, loc, 23)));
-  Value smallest = arith::BitcastOp::create(b, loc, b.getF32Type(), i32c(b, loc, 0x400000));
-  Value isZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, byte, i32c(b, loc, 0));
+  Value normal = arith::BitcastOp::create(b, loc, b.getF32Type(), arith::ShLIOp::create(b, loc, byte, i32Const(b, loc, 23)));
+  Value smallest = arith::BitcastOp::create(b, loc, b.getF32Type(), i32Const(b, loc, 0x400000));
+  Value isZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, byte, i32Const(b, loc, 0));
   return arith::SelectOp::create(b, loc, isZero, smallest, normal);
 }
 
@@ -64,7 +62,7 @@ Value ue8m0Scale(OpBuilder &b, Location loc, Value amax, double maximum, double 
 Value e2m1Round(OpBuilder &b, Location loc, Value x) {
   static const float grid[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
   Value a = math::AbsFOp::create(b, loc, x);
-  Value index = i32c(b, loc, 0);
+  Value index = i32Const(b, loc, 0);
   Value bump = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
   for (int m = 0; m < 7; ++m) {
     Value mid = f32Const(b, loc, (grid[m] + grid[m + 1]) / 2);
@@ -76,7 +74,7 @@ Value e2m1Round(OpBuilder &b, Location loc, Value x) {
   index = arith::AddIOp::create(b, loc, index, arith::ExtUIOp::create(b, loc, b.getI32Type(), bump));
   Value value = f32Const(b, loc, grid[0]);
   for (int g = 1; g < 8; ++g)
-    value = arith::SelectOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, index, i32c(b, loc, g)),
+    value = arith::SelectOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, index, i32Const(b, loc, g)),
                                     f32Const(b, loc, grid[g]), value);
   return math::CopySignOp::create(b, loc, value, x);
 }

@@ -20,13 +20,6 @@ namespace dsf::rt {
 
 namespace {
 
-std::string shapeText(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 /// A weight's values in the layout the kernels read: row-major, f32 or i32.
 struct WeightBuffer {
   std::vector<int64_t> shape;
@@ -142,14 +135,14 @@ std::unique_ptr<HostModel> HostModel::load(std::shared_ptr<Artifact> artifact, c
         auto expect = [&](const TensorView &t, const std::vector<int64_t> &shape) {
           if (t.shape == shape)
             return true;
-          error = weights.origin(t.name) + ": weight '" + t.name + "': expected shape " + shapeText(shape) +
-                  ", found " + shapeText(t.shape);
+          error = weights.origin(t.name) + ": weight '" + t.name + "': expected shape " + shapeString(shape) +
+                  ", found " + shapeString(t.shape);
           return false;
         };
         const TensorView *whole = weights.find(w.name);
         if (whole || w.expertNames.empty()) {
           if (!whole) {
-            error = "weight '" + w.name + "' (" + shapeText(w.shape) + ") is missing from the checkpoint";
+            error = "weight '" + w.name + "' (" + shapeString(w.shape) + ") is missing from the checkpoint";
             return nullptr;
           }
           std::string why;
@@ -168,7 +161,7 @@ std::unique_ptr<HostModel> HostModel::load(std::shared_ptr<Artifact> artifact, c
             name.replace(name.find("{e}"), 3, std::to_string(e));
             const TensorView *t = weights.find(name);
             if (!t) {
-              error = "weight '" + name + "' (" + shapeText(one) + ", expert " + std::to_string(e) + " of '" +
+              error = "weight '" + name + "' (" + shapeString(one) + ", expert " + std::to_string(e) + " of '" +
                       w.name + "') is missing from the checkpoint";
               return nullptr;
             }
@@ -190,7 +183,7 @@ std::unique_ptr<HostModel> HostModel::load(std::shared_ptr<Artifact> artifact, c
   }
   for (const auto &[name, view] : weights.tensors())
     if (!consumed.count(name)) {
-      error = weights.origin(name) + ": tensor '" + name + "' " + shapeText(view->shape) +
+      error = weights.origin(name) + ": tensor '" + name + "' " + shapeString(view->shape) +
               " is not a weight of " + artifact->manifest().model + " (a checkpoint of another model?)";
       return nullptr;
     }

@@ -25,14 +25,14 @@ constexpr DTypeInfo kDTypes[] = {
 // Header sizes beyond this are not a real safetensors header.
 constexpr uint64_t kMaxHeader = 100u << 20;
 
+} // namespace
+
 std::string shapeString(const std::vector<int64_t> &shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i)
     s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
 }
-} // namespace
-
 bool parseDType(const std::string &name, DType &out) {
   for (const auto &d : kDTypes)
     if (name == d.name) {

@@ -23,6 +23,8 @@ enum class DType { F64, F32, F16, BF16, F8_E4M3, F8_E8M0, I64, I32, I16, I8, U8,
 bool parseDType(const std::string &name, DType &out);
 const char *dtypeName(DType dtype);
 size_t dtypeBytes(DType dtype);
+/// "[a, b, c]", as messages print shapes.
+std::string shapeString(const std::vector<int64_t> &shape);
 
 struct TensorView {
   std::string name;
