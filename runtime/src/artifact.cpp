@@ -33,6 +33,9 @@ json specToJson(const TensorSpec &t) { return {{"name", t.name}, {"dtype", t.dty
 /// Schema checking with the path of the field at fault in every message.
 struct Reader {
   std::string &error;
+  static std::string path(const std::string &where, const char *key) {
+    return where.empty() ? std::string(key) : where + "." + key;
+  }
   bool fail(const std::string &where, const std::string &what) {
     if (error.empty())
       error = "manifest: " + where + ": " + what;
@@ -41,18 +44,18 @@ struct Reader {
   bool string(const json &j, const char *key, const std::string &where, std::string &out, bool required = true) {
     auto it = j.find(key);
     if (it == j.end())
-      return required ? fail(where + "." + key, "missing") : true;
+      return required ? fail(path(where, key), "missing") : true;
     if (!it->is_string())
-      return fail(where + "." + key, "expected a string");
+      return fail(path(where, key), "expected a string");
     out = it->get<std::string>();
     return true;
   }
   bool integer(const json &j, const char *key, const std::string &where, int64_t &out, bool required = true) {
     auto it = j.find(key);
     if (it == j.end())
-      return required ? fail(where + "." + key, "missing") : true;
+      return required ? fail(path(where, key), "missing") : true;
     if (!it->is_number_integer())
-      return fail(where + "." + key, "expected an integer");
+      return fail(path(where, key), "expected an integer");
     out = it->get<int64_t>();
     return true;
   }

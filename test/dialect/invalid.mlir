@@ -2292,6 +2292,13 @@ dsf.model @m attributes {family = "deepseek_v41", vocab_size = 16, hidden_size =
 }
 
 // -----
+
+dsf.model @m attributes {family = "deepseek_v41", vocab_size = 16, hidden_size = 8, num_layers = 1, hc_mult = 1} {
+  // expected-error @below {{weight @w is 'tensor<2x8xf32>' but its value is 'tensor<8x2xf32>'}}
+  dsf.weight @w : tensor<2x8xf32> {value = dense<0.5> : tensor<8x2xf32>}
+}
+
+// -----
 !win = !dsf.window<size = 4, width = 8, #dsf.quant<f32>>
 !kv1 = !dsf.cache<kv, ratio = 1, width = 8, #dsf.quant<f32>>
 !ik1 = !dsf.cache<index_keys, ratio = 1, width = 8, #dsf.quant<f32>>

@@ -1,0 +1,65 @@
+//===- ManifestTest.cpp - the artifact manifest's schema checks ------------===//
+#include "dsf/artifact.h"
+
+#include <gtest/gtest.h>
+
+using namespace dsf::rt;
+
+namespace {
+Manifest sample() {
+  Manifest m;
+  m.model = "tiny";
+  m.family = "deepseek_v41";
+  m.target = "cpu-x86_64";
+  m.vocabSize = 512;
+  m.maxPositions = 4096;
+  m.prefillMode = "full";
+  EntryPoint e;
+  e.name = "prefill";
+  e.symbol = "dsf_entry_prefill";
+  e.inputs = {{"token_ids", "i32", {-1}}};
+  e.outputs = {{"logits", "f32", {-1, 512}}};
+  e.weights = {{"embed.weight", "f32", {512, 128}, ""},
+               {"layers.0.ffn.experts.w1.weight", "f32", {8, 64, 128}, "layers.0.ffn.experts.{e}.w1.weight"}};
+  m.entryPoints = {e};
+  m.cachePlan = {{"kv", 2, 128, "#dsf.quant<f32>", "device", "ssd", 14400, 2}};
+  return m;
+}
+
+/// The manifest with `from` replaced by `to` in its JSON fails, naming `field`.
+void expectRejected(const std::string &from, const std::string &to, const std::string &message) {
+  std::string json = manifestToJson(sample());
+  size_t at = json.find(from);
+  ASSERT_NE(at, std::string::npos) << from;
+  json.replace(at, from.size(), to);
+  Manifest m;
+  std::string error;
+  EXPECT_FALSE(manifestFromJson(json, m, error));
+  EXPECT_EQ(error, message);
+}
+} // namespace
+
+TEST(Manifest, RoundTrips) {
+  Manifest m;
+  std::string error;
+  ASSERT_TRUE(manifestFromJson(manifestToJson(sample()), m, error)) << error;
+  EXPECT_EQ(m.vocabSize, 512);
+  ASSERT_EQ(m.entryPoints.size(), 1u);
+  EXPECT_EQ(m.entryPoints[0].weights[1].expertNames, "layers.0.ffn.experts.{e}.w1.weight");
+  EXPECT_EQ(m.entryPoints[0].inputs[0].shape, std::vector<int64_t>{-1});
+  EXPECT_EQ(m.cachePlan[0].ttlSeconds, 14400);
+}
+
+TEST(Manifest, NamesTheFieldAtFault) {
+  expectRejected("{", "[", "manifest: (root): not a JSON object");
+  expectRejected("\"vocab_size\": 512", "\"vocab_size\": 0", "manifest: vocab_size: must be positive");
+  expectRejected("\"vocab_size\": 512", "\"vocab_size\": \"512\"", "manifest: vocab_size: expected an integer");
+  expectRejected("\"kv_quant\": true", "\"kv_quant\": 1", "manifest: kv_quant: expected true or false");
+  expectRejected("\"dtype\": \"i32\"", "\"dtype\": \"i8\"",
+                 "manifest: entry_points[0].inputs[0].dtype: unknown dtype 'i8' (expected f32, i32 or i1)");
+  expectRejected("experts.{e}.w1", "experts.{x}.w1",
+                 "manifest: entry_points[0].weights[1].expert_names: expected a pattern containing {e}");
+  expectRejected("\"ttl_seconds\": 14400", "\"ttl_seconds\": 1.5",
+                 "manifest: cache_plan[0].ttl_seconds: expected an integer");
+  expectRejected("\"model\": \"tiny\"", "\"name\": \"tiny\"", "manifest: model: missing");
+}
