@@ -206,6 +206,18 @@ LogicalResult verifyWeightUses(ModelOp model) {
   return failure(result.wasInterrupted());
 }
 
+/// Whether input `k` of `layer` is a continued sequence's prior cache: a
+/// function argument its body only appends to (dsf-thread-state).
+bool isPriorCache(LayerOp layer, unsigned k) {
+  if (!llvm::isa<BlockArgument>(layer.getInputs()[k]) || layer.getInputs()[k].getDefiningOp())
+    return false;
+  BlockArgument arg = layer.getBodyBlock().getArgument(k);
+  return !arg.use_empty() && llvm::all_of(arg.getUses(), [](OpOperand &use) {
+    auto write = llvm::dyn_cast<CacheWriteOp>(use.getOwner());
+    return write && write.getPrior() == use.get();
+  });
+}
+
 /// The layer that yields `v`, or null.
 LayerOp producerLayer(Value v) {
   return v.getDefiningOp<LayerOp>();
@@ -259,7 +271,7 @@ LogicalResult verifyLayers(ModelOp model, func::FuncOp func) {
     int64_t ratio = layer.getRatio();
     for (auto [k, in] : llvm::enumerate(layer.getInputs())) {
       Type t = in.getType();
-      if (!sharedRatio(t))
+      if (!sharedRatio(t) || isPriorCache(layer, k))
         continue;
       LayerOp from = producerLayer(in);
       bool ownKvPart = from && restOfSplit && from.getPart() == LayerPart::kv &&

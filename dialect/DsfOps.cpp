@@ -397,6 +397,14 @@ LogicalResult CompressOp::verify() {
     return emitOpError() << "a project compressor has ratio 1, got " << ratio;
   if ((kind == CompressorKind::overlap || kind == CompressorKind::pool) && ratio < 2)
     return emitOpError() << "a " << name << " compressor needs ratio >= 2, got " << ratio;
+  if (getCarry() && !getCarryOut())
+    return emitOpError() << "takes a carry but yields none: the rows it leaves open would be lost";
+  for (Value v : {getCarry(), getCarryOut()})
+    if (v && v.getType() != getInput().getType())
+      return emitOpError() << "carries rows of the input's type " << getInput().getType() << ", got "
+                           << v.getType();
+  if (getCarryOut() && kind == CompressorKind::project)
+    return emitOpError() << "a project compressor (ratio 1) leaves no rows open: it carries nothing";
   return success();
 }
 void CompressOp::getWeightUses(SmallVectorImpl<WeightUse> &uses) {
@@ -453,11 +461,15 @@ LogicalResult verifyStored(Operation *op, Value rows, int64_t width, QuantAttr f
 
 LogicalResult CacheWriteOp::verify() {
   auto cache = llvm::cast<CacheType>(getCache().getType());
+  if (Value prior = getPrior(); prior && prior.getType() != cache)
+    return emitOpError() << "appends to a prior cache of another type (" << prior.getType() << ")";
   return verifyStored(*this, getEntries(), cache.getWidth(), cache.getFormat(), "cache");
 }
 
 LogicalResult WindowWriteOp::verify() {
   auto window = llvm::cast<WindowType>(getWindow().getType());
+  if (Value prior = getPrior(); prior && prior.getType() != window)
+    return emitOpError() << "continues a prior window of another type (" << prior.getType() << ")";
   return verifyStored(*this, getRows(), window.getWidth(), window.getFormat(), "window");
 }
 
@@ -481,6 +493,8 @@ LogicalResult IndexTopkOp::verify() {
                          << " wide but queries are " << dim;
   if (getK() < 1)
     return emitOpError() << "k must be positive, got " << getK();
+  if (Value pos = getPositions(); pos && tensorOf(pos).getRank() != 1)
+    return emitOpError() << "positions must be [tokens]";
   auto sel = llvm::cast<TopkType>(getSelection().getType());
   if (sel.getK() != (int64_t)getK() || sel.getRatio() != keys.getRatio())
     return emitOpError() << "selection type must be !dsf.topk<k = " << getK()
@@ -519,6 +533,8 @@ LogicalResult AttentionOp::verify() {
                          << " wide but heads are " << hd;
   if (getScaleAttr().getValueAsDouble() <= 0)
     return emitOpError() << "scale must be positive";
+  if (Value pos = getPositions(); pos && tensorOf(pos).getRank() != 1)
+    return emitOpError() << "positions must be [tokens]";
   if (Value c = getCache()) {
     auto cache = llvm::cast<CacheType>(c.getType());
     if (cache.getKind() != CacheKind::kv)

@@ -276,8 +276,9 @@ def Dsf_EntryPositionsOp : Dsf_Op<"entry_positions", [Pure, AllTypesMatch<["posi
   let summary = "positions of compressed entries: the first token of each group";
   let description = [{
     For a cache of ratio r, entry j stands for tokens [r·j, r·j + r) and is
-    rotated at position r·j. Given the token positions of a sequence, yields
-    one position per complete group.
+    rotated at position r·j. Given the (consecutive) positions of a call's
+    tokens, yields one position per group those tokens complete: with p₀ the
+    first position and N tokens, entries p₀ div r up to (p₀ + N) div r.
 
     ```mlir
     %epos = dsf.entry_positions %pos {ratio = 2 : i64} : tensor<?xi32>
@@ -438,6 +439,15 @@ def Dsf_CompressOp : Dsf_WeightOp<"compress"> {
     * `project` (V4.1, ratio 1): latent = x · W_kv; no gate, no pooling.
     Every kind ends with RMS_w(· ; norm). A partial last group emits nothing.
 
+    A sequence compressed over several calls carries rows from one call to
+    the next: with a `carry_out` result the op also yields the input rows that
+    later entries still need (the open group's pending rows and, for
+    `overlap`, the last complete window before them); `carry` feeds them back
+    in front of the next call's rows. The first carried row starts a group.
+    (The carry holds input rows rather than their projections so that every
+    kind carries the same thing; the projections of a row do not depend on
+    the other rows, so recomputing them is exact.)
+
     ```mlir
     %lat = dsf.compress %x {kind = #dsf.compressor<pair>, ratio = 2 : i64,
         wkv = @"layers.2.attn.compressor.wkv.weight", wgate = @"layers.2.attn.compressor.wgate.weight",
@@ -445,11 +455,14 @@ def Dsf_CompressOp : Dsf_WeightOp<"compress"> {
         : tensor<?x5120xf32> -> tensor<?x512xf32>
     ```
   }];
-  let arguments = (ins Dsf_F32Tensor:$input, Dsf_CompressorKindAttr:$kind,
+  let arguments = (ins Dsf_F32Tensor:$input, Optional<Dsf_F32Tensor>:$carry, Dsf_CompressorKindAttr:$kind,
       I64Attr:$ratio, FlatSymbolRefAttr:$wkv, OptionalAttr<FlatSymbolRefAttr>:$wgate,
       OptionalAttr<FlatSymbolRefAttr>:$ape, FlatSymbolRefAttr:$norm, F64Attr:$eps);
-  let results = (outs Dsf_F32Tensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let results = (outs Dsf_F32Tensor:$result, Optional<Dsf_F32Tensor>:$carry_out);
+  let assemblyFormat = [{
+    $input (`carry` `(` $carry^ `:` type($carry) `)`)? attr-dict `:` type($input) `->` type($result)
+    (`,` type($carry_out)^)?
+  }];
   let hasVerifier = 1;
 }
 
@@ -487,7 +500,9 @@ def Dsf_CacheWriteOp : Dsf_Op<"cache.write", [Pure]> {
   let summary = "materializes a layer-shared global cache from its entries";
   let description = [{
     The entries (one row per compressed entry) become a cache value that later
-    layers of the same ratio read. A quantized cache format takes a packed
+    layers of the same ratio read. With `after %prior` (a sequence continued
+    over several calls), the cache is the prior cache's entries followed by
+    these. A quantized cache format takes a packed
     tensor of the same format; a plain one takes the f32 rows.
 
     ```mlir
@@ -495,31 +510,53 @@ def Dsf_CacheWriteOp : Dsf_Op<"cache.write", [Pure]> {
         -> !dsf.cache<kv, ratio = 2, width = 512, #dsf.quant<e2m1, scale = e4m3, block = 16>>
     ```
   }];
-  let arguments = (ins Dsf_StoredValue:$entries);
+  let arguments = (ins Dsf_StoredValue:$entries, Optional<Dsf_CacheValue>:$prior);
   let results = (outs Dsf_CacheValue:$cache);
-  let assemblyFormat = "$entries attr-dict `:` type($entries) `->` qualified(type($cache))";
+  let assemblyFormat = [{
+    $entries (`after` $prior^ `:` qualified(type($prior)))? attr-dict `:` type($entries) `->` qualified(type($cache))
+  }];
   let hasVerifier = 1;
 }
 
 def Dsf_WindowWriteOp : Dsf_Op<"window.write", [Pure]> {
   let summary = "a layer's own sliding-window K = V";
   let description = [{
+    The rows of this call's tokens, after `%prior` (the rows an earlier call
+    left, see dsf.window.retain) when the sequence continues.
+
     ```mlir
     %win = dsf.window.write %kvq : !dsf.qtensor<?x512, #dsf.quant<e4m3, scale = ue8m0, block = 32>>
         -> !dsf.window<size = 128, width = 512, #dsf.quant<e4m3, scale = ue8m0, block = 32>>
     ```
   }];
-  let arguments = (ins Dsf_StoredValue:$rows);
+  let arguments = (ins Dsf_StoredValue:$rows, Optional<Dsf_WindowValue>:$prior);
   let results = (outs Dsf_WindowValue:$window);
-  let assemblyFormat = "$rows attr-dict `:` type($rows) `->` qualified(type($window))";
+  let assemblyFormat = [{
+    $rows (`after` $prior^ `:` qualified(type($prior)))? attr-dict `:` type($rows) `->` qualified(type($window))
+  }];
   let hasVerifier = 1;
+}
+
+def Dsf_WindowRetainOp : Dsf_Op<"window.retain", [Pure, AllTypesMatch<["window", "result"]>]> {
+  let summary = "what a window keeps for the next call: its last size - 1 rows";
+  let description = [{
+    The next token's window is its own row and the size - 1 rows before it,
+    so a sequence's window state between calls is a ring of size - 1 rows.
+
+    ```mlir
+    %kept = dsf.window.retain %win : !dsf.window<size = 128, width = 512, #fp8>
+    ```
+  }];
+  let arguments = (ins Dsf_WindowValue:$window);
+  let results = (outs Dsf_WindowValue:$result);
+  let assemblyFormat = "$window attr-dict `:` qualified(type($window))";
 }
 
 //===----------------------------------------------------------------------===//
 // Indexer and attention
 //===----------------------------------------------------------------------===//
 
-def Dsf_IndexTopkOp : Dsf_Op<"index_topk", [Pure]> {
+def Dsf_IndexTopkOp : Dsf_Op<"index_topk", [Pure, AttrSizedOperandSegments]> {
   let summary = "lightning-indexer scores and top-k, optionally within a pool, optionally making one";
   let description = [{
     I[p, j] = scale · Σₕ weights[p, h] · ReLU(queries[p, h] · keys[j]) for
@@ -528,6 +565,9 @@ def Dsf_IndexTopkOp : Dsf_Op<"index_topk", [Pure]> {
     are visible). With a second result it also forms the candidate pool from
     the same scores: blocks of `block_size` entries scored by their max, the
     newest visible block always kept, the best `blocks` blocks.
+    `at(%pos)` gives the queries' positions; without it the queries are the
+    last tokens of a sequence that starts at position 0 (the key count says
+    where).
 
     ```mlir
     %top, %pool = dsf.index_topk %qi, %w, %ik {k = 512 : i64, scale = 0.0156 : f64}
@@ -538,10 +578,12 @@ def Dsf_IndexTopkOp : Dsf_Op<"index_topk", [Pure]> {
     ```
   }];
   let arguments = (ins Dsf_F32Tensor:$queries, Dsf_F32Tensor:$weights,
-      Dsf_CacheValue:$keys, Optional<Dsf_PoolValue>:$within, I64Attr:$k, F64Attr:$scale);
+      Dsf_CacheValue:$keys, Optional<Dsf_PoolValue>:$within, Optional<Dsf_IdTensor>:$positions,
+      I64Attr:$k, F64Attr:$scale);
   let results = (outs Dsf_TopkValue:$selection, Optional<Dsf_PoolValue>:$candidate_pool);
   let assemblyFormat = [{
-    $queries `,` $weights `,` $keys (`within` $within^)? attr-dict `:` type($queries) `,`
+    $queries `,` $weights `,` $keys (`within` $within^)? (`at` `(` $positions^ `:` type($positions) `)`)?
+    attr-dict `:` type($queries) `,`
     type($weights) `,` qualified(type($keys)) (`,` qualified(type($within))^)? `->`
     qualified(type($selection)) (`,` qualified(type($candidate_pool))^)?
   }];
@@ -555,7 +597,10 @@ def Dsf_AttentionOp : Dsf_WeightOp<"attention", [AttrSizedOperandSegments]> {
     sink]: keys are the layer's window (the last `window.size` positions, the
     query's own included) and, when a cache is given, its visible entries
     (all of them, or only those `selection` picks). K = V; scale is applied
-    to the logits; the sink adds e^{sink_h} to the denominator only.
+    to the logits; the sink adds e^{sink_h} to the denominator only. The
+    queries are the window's last rows. `at(%pos)` gives their positions,
+    which say which cache entries are visible; without it the window holds
+    the whole sequence from position 0.
 
     ```mlir
     %o = dsf.attention %q, %win, %ckv [%top] sink(@"layers.2.attn.attn_sink") {scale = 0.0442 : f64}
@@ -565,10 +610,11 @@ def Dsf_AttentionOp : Dsf_WeightOp<"attention", [AttrSizedOperandSegments]> {
   }];
   let arguments = (ins Dsf_F32Tensor:$queries, Dsf_WindowValue:$window,
       Optional<Dsf_CacheValue>:$cache, Optional<Dsf_TopkValue>:$selection,
-      FlatSymbolRefAttr:$sink, F64Attr:$scale);
+      Optional<Dsf_IdTensor>:$positions, FlatSymbolRefAttr:$sink, F64Attr:$scale);
   let results = (outs Dsf_F32Tensor:$result);
   let assemblyFormat = [{
-    $queries `,` $window (`,` $cache^)? (`[` $selection^ `]`)? `sink` `(` $sink `)` attr-dict
+    $queries `,` $window (`,` $cache^)? (`[` $selection^ `]`)? (`at` `(` $positions^ `:` type($positions) `)`)?
+    `sink` `(` $sink `)` attr-dict
     `:` type($queries) `,` qualified(type($window)) (`,` qualified(type($cache))^)?
     (`,` qualified(type($selection))^)? `->` type($result)
   }];

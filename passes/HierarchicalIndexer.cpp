@@ -15,7 +15,7 @@ namespace {
 IndexTopkOp recreateIndexer(IndexTopkOp op, Value within, Type poolResult) {
   OpBuilder b(op);
   auto fresh = IndexTopkOp::create(b, op.getLoc(), op.getSelection().getType(), poolResult,
-                                   op.getQueries(), op.getWeights(), op.getKeys(), within,
+                                   op.getQueries(), op.getWeights(), op.getKeys(), within, op.getPositions(),
                                    op.getKAttr(), op.getScaleAttr());
   op.getSelection().replaceAllUsesWith(fresh.getSelection());
   op.erase();

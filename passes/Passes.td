@@ -169,4 +169,21 @@ def HoistDecoderKV : Pass<"dsf-hoist-decoder-kv", "::mlir::ModuleOp"> {
   ];
 }
 
+def ThreadState : Pass<"dsf-thread-state", "::mlir::ModuleOp"> {
+  let summary = "Make a sequence's state explicit: what one call leaves for the next";
+  let description = [{
+    Every entry point yields, after its logits, the state its sequence needs
+    to go on: each window's last size - 1 rows (`dsf.window.retain`), each
+    global cache written, and each compressor's carried rows. An entry point
+    without `dsf.prefill` continues a sequence: it also takes that state, in
+    the same order, as arguments after its token inputs, and appends to it
+    (`after`, `carry`). Attention and indexer ops get their queries'
+    positions (`at`), which say what a continued sequence's caches show them.
+    The entry point's `dsf.state` names the slots ("layers.4.window",
+    "layers.4.kv", "layers.2.attn.compressor.carry"); every entry point of a
+    model must name the same ones. Runs after the transforming passes: they
+    see sequences as a whole.
+  }];
+}
+
 #endif // DSF_PASSES_TD

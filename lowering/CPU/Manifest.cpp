@@ -92,11 +92,19 @@ LogicalResult mlir::dsf::describeEntryPoints(ModuleOp module, const ModelFacts &
     e.name = func.getSymName().str();
     e.symbol = "dsf_entry_" + e.name;
     FunctionType type = func.getFunctionType();
-    unsigned numInputs = type.getNumInputs() - bound.size();
-    if (numInputs > 3 || type.getNumResults() != 1) {
+    // (token inputs..., state..., weights...) -> (logits, state...)
+    SmallVector<std::string> state;
+    if (auto names = func->getAttrOfType<ArrayAttr>("dsf.state"))
+      for (Attribute n : names)
+        state.push_back("state:" + llvm::cast<StringAttr>(n).str());
+    unsigned numResults = type.getNumResults();
+    unsigned stateInputs = func->hasAttr("dsf.prefill") ? 0 : state.size();
+    if (type.getNumInputs() < bound.size() + stateInputs || type.getNumInputs() - bound.size() - stateInputs > 3 ||
+        numResults != 1 + state.size()) {
       error = "entry point '" + e.name + "' has an unexpected signature";
       return failure();
     }
+    unsigned numInputs = type.getNumInputs() - bound.size() - stateInputs;
     auto spec = [](std::string name, Type t) {
       auto tensor = llvm::cast<RankedTensorType>(t);
       ::dsf::rt::TensorSpec s{std::move(name), dtypeOf(tensor.getElementType()), {}};
@@ -106,7 +114,11 @@ LogicalResult mlir::dsf::describeEntryPoints(ModuleOp module, const ModelFacts &
     };
     for (unsigned i = 0; i < numInputs; ++i)
       e.inputs.push_back(spec(inputNames[i], type.getInput(i)));
+    for (unsigned i = 0; i < stateInputs; ++i)
+      e.inputs.push_back(spec(state[i], type.getInput(numInputs + i)));
     e.outputs.push_back(spec("logits", type.getResult(0)));
+    for (unsigned i = 0; i < state.size(); ++i)
+      e.outputs.push_back(spec(state[i], type.getResult(1 + i)));
     for (Attribute a : bound) {
       auto name = llvm::cast<FlatSymbolRefAttr>(a).getValue();
       auto it = facts.weights.find(name);

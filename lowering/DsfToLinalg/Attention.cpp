@@ -1,13 +1,12 @@
 //===- Attention.cpp - dsf-to-linalg: caches, compressor, indexer, attention ===//
 //
-// The lowering of one prefill of a fresh sequence (positions 0..N-1): a
-// window is the tensor of its layer's K = V rows, a compressed cache the
-// tensor of its complete entries, a top-k selection a [tokens, k] i32 tensor
-// of entry indices (-1: none), a candidate pool a [tokens, entries] i1 mask.
-// The indexer and attention ops carry no positions, so a query's position is
-// derived from the row counts: the queries are the last rows of the tokens
-// the window (or, for the indexer, the ratio-1 cache) holds. Quantized
-// formats are not lowered yet: their writes fail to legalize by name.
+// A window is the tensor of its layer's K = V rows (a continued sequence's
+// retained rows, then this call's), a compressed cache the tensor of its
+// complete entries, a top-k selection a [tokens, k] i32 tensor of entry
+// indices (-1: none), a candidate pool a [tokens, entries] i1 mask. The
+// queries are the window's last rows; their positions (`at`), when given,
+// say which entries they see, else the window is taken to start at
+// position 0.
 //
 // Selections are exact, not fast: a row's top-k is found by ranking every
 // candidate against every other (O(entries^2) per token), which matches the
@@ -23,7 +22,38 @@ namespace {
 
 Value dim0(OpBuilder &b, Location loc, Value v) { return tensor::DimOp::create(b, loc, v, 0); }
 
-/// Window and cache writes of f32 rows keep the rows.
+Value addIndex(OpBuilder &b, Location loc, Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+
+/// [top; bottom]: the rows of `top` then those of `bottom` (2-D, one width).
+Value concatRows(OpBuilder &b, Location loc, Value top, Value bottom) {
+  auto type = tensorType(top);
+  Value topRows = dim0(b, loc, top), bottomRows = dim0(b, loc, bottom);
+  OpFoldResult width = b.getIndexAttr(type.getDimSize(1)), zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+  Value out = emptyWithRows(b, loc, type, addIndex(b, loc, topRows, bottomRows));
+  out = tensor::InsertSliceOp::create(b, loc, top, out, ArrayRef<OpFoldResult>{zero, zero},
+                                      ArrayRef<OpFoldResult>{topRows, width}, ArrayRef<OpFoldResult>{one, one});
+  return tensor::InsertSliceOp::create(b, loc, bottom, out, ArrayRef<OpFoldResult>{topRows, zero},
+                                       ArrayRef<OpFoldResult>{bottomRows, width}, ArrayRef<OpFoldResult>{one, one});
+}
+
+/// Rows [from, rows) of a 2-D tensor.
+Value rowsFrom(OpBuilder &b, Location loc, Value t, Value from) {
+  auto type = tensorType(t);
+  Value count = arith::SubIOp::create(b, loc, dim0(b, loc, t), from);
+  OpFoldResult one = b.getIndexAttr(1);
+  return tensor::ExtractSliceOp::create(b, loc, type, t, ArrayRef<OpFoldResult>{from, b.getIndexAttr(0)},
+                                        ArrayRef<OpFoldResult>{count, b.getIndexAttr(type.getDimSize(1))},
+                                        ArrayRef<OpFoldResult>{one, one});
+}
+
+/// The position of query t as an index: positions[t].
+Value positionAt(OpBuilder &b, Location loc, Value positions, Value t) {
+  Value p = tensor::ExtractOp::create(b, loc, positions, ValueRange{t});
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), p);
+}
+
+/// Window and cache writes keep the rows (quantized ones as their decoded
+/// values, see Quant.cpp), after the prior rows of a continued sequence.
 template <typename OpTy>
 struct StoreLowering : DsfPattern<OpTy> {
   using DsfPattern<OpTy>::DsfPattern;
@@ -32,11 +62,28 @@ struct StoreLowering : DsfPattern<OpTy> {
     Value rows = adaptor.getOperands()[0];
     if (!llvm::isa<RankedTensorType>(rows.getType()))
       return b.notifyMatchFailure(op, "quantized cache formats are not lowered yet");
+    if (Value prior = adaptor.getPrior())
+      rows = concatRows(b, op.getLoc(), prior, rows);
     b.replaceOp(op, rows);
     return success();
   }
 };
 
+/// The last size - 1 rows (fewer when the sequence is shorter).
+struct WindowRetainLowering : DsfPattern<WindowRetainOp> {
+  using DsfPattern::DsfPattern;
+  LogicalResult matchAndRewrite(WindowRetainOp op, OpAdaptor adaptor, ConversionPatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    Value rows = adaptor.getWindow();
+    int64_t keep = llvm::cast<WindowType>(op.getType()).getSize() - 1;
+    Value n = dim0(b, loc, rows);
+    Value from = arith::SubIOp::create(b, loc, n, arith::MinUIOp::create(b, loc, n, indexConst(b, loc, keep)));
+    b.replaceOp(op, rowsFrom(b, loc, rows, from));
+    return success();
+  }
+};
+
+/// Entries p0 div r up to (p0 + N) div r, at positions r·j.
 struct EntryPositionsLowering : DsfPattern<EntryPositionsOp> {
   using DsfPattern::DsfPattern;
   LogicalResult matchAndRewrite(EntryPositionsOp op, OpAdaptor adaptor, ConversionPatternRewriter &b) const override {
@@ -48,57 +95,136 @@ struct EntryPositionsLowering : DsfPattern<EntryPositionsOp> {
       return success();
     }
     auto type = tensorType(pos);
-    Value entries = arith::DivUIOp::create(b, loc, dim0(b, loc, pos), indexConst(b, loc, ratio));
+    Value r = indexConst(b, loc, ratio);
+    Value p0 = positionAt(b, loc, pos, indexConst(b, loc, 0));
+    Value firstEntry = arith::DivUIOp::create(b, loc, p0, r);
+    Value endEntry = arith::DivUIOp::create(b, loc, addIndex(b, loc, p0, dim0(b, loc, pos)), r);
+    Value entries = arith::SubIOp::create(b, loc, endEntry, firstEntry);
     auto out = linalg::GenericOp::create(
         b, loc, TypeRange{type}, ValueRange{}, ValueRange{emptyWithRows(b, loc, type, entries)},
         ArrayRef<AffineMap>{pick(b.getContext(), 1, {0})}, iterators(1), [&](OpBuilder &nb, Location l, ValueRange) {
-          Value first = arith::MulIOp::create(nb, l, linalg::IndexOp::create(nb, l, 0), indexConst(nb, l, ratio));
-          linalg::YieldOp::create(nb, l, tensor::ExtractOp::create(nb, l, pos, ValueRange{first}).getResult());
+          Value j = addIndex(nb, l, firstEntry, linalg::IndexOp::create(nb, l, 0));
+          Value p = arith::MulIOp::create(nb, l, j, indexConst(nb, l, ratio));
+          linalg::YieldOp::create(nb, l, arith::IndexCastOp::create(nb, l, type.getElementType(), p).getResult());
         });
     b.replaceOp(op, out.getResults());
     return success();
   }
 };
 
-/// V4.1's compressors: `project` (ratio 1) and `pair` (ratio 2, a softmax
-/// over each pair's gates). V4's `overlap` and `pool` are not lowered yet.
+/// The compressors. `project` (ratio 1): latent = x·W_kv. The others pool
+/// slots of Ck = x·W_kv with softmax(Z + ape) per channel, Z = x·W_gate:
+/// `pair` and `pool` the `ratio` rows of their own group, `overlap` also the
+/// first halves (Ca) of the group before (2·ratio slots; the sequence's first
+/// group has none). A continued sequence's carried rows go in front; the
+/// first of them starts a group, and an overlap carry of ratio rows or more
+/// begins with the complete group before the pending rows.
 struct CompressLowering : DsfPattern<CompressOp> {
   using DsfPattern::DsfPattern;
   LogicalResult matchAndRewrite(CompressOp op, OpAdaptor adaptor, ConversionPatternRewriter &b) const override {
     Location loc = op.getLoc();
+    MLIRContext *ctx = b.getContext();
     Value x = adaptor.getInput();
     CompressorKind kind = op.getKind();
-    if (kind != CompressorKind::project && kind != CompressorKind::pair)
-      return b.notifyMatchFailure(op, "only the project and pair compressors are lowered");
-    Value ck = rowsTimesTransposed(b, loc, x, weight(op, op.getWkvAttr()));
-    Value latent = ck;
-    if (kind == CompressorKind::pair) {
-      if (!op.getWgateAttr())
-        return b.notifyMatchFailure(op, "a pair compressor needs wgate");
-      Value z = rowsTimesTransposed(b, loc, x, weight(op, op.getWgateAttr()));
-      auto type = tensorType(ck);
-      Value groups = arith::DivUIOp::create(b, loc, dim0(b, loc, x), indexConst(b, loc, 2));
-      latent = linalg::GenericOp::create(
-                   b, loc, TypeRange{type}, ValueRange{}, ValueRange{emptyWithRows(b, loc, type, groups)},
-                   ArrayRef<AffineMap>{pick(b.getContext(), 2, {0, 1})}, iterators(2),
-                   [&](OpBuilder &nb, Location l, ValueRange) {
-                     Value g = linalg::IndexOp::create(nb, l, 0), c = linalg::IndexOp::create(nb, l, 1);
-                     Value r0 = arith::MulIOp::create(nb, l, g, indexConst(nb, l, 2));
-                     Value r1 = arith::AddIOp::create(nb, l, r0, indexConst(nb, l, 1));
-                     auto at = [&](Value t, Value r) { return tensor::ExtractOp::create(nb, l, t, ValueRange{r, c}).getResult(); };
-                     Value z0 = at(z, r0), z1 = at(z, r1);
-                     Value m = arith::MaximumFOp::create(nb, l, z0, z1);
-                     Value e0 = math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, z0, m));
-                     Value e1 = math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, z1, m));
-                     Value sum = arith::AddFOp::create(nb, l, e0, e1);
-                     Value p0 = arith::DivFOp::create(nb, l, e0, sum), p1 = arith::DivFOp::create(nb, l, e1, sum);
-                     Value v = arith::AddFOp::create(nb, l, arith::MulFOp::create(nb, l, p0, at(ck, r0)),
-                                                     arith::MulFOp::create(nb, l, p1, at(ck, r1)));
-                     linalg::YieldOp::create(nb, l, v);
-                   })
-                   .getResult(0);
+    int64_t ratio = op.getRatio();
+    double eps = op.getEps().convertToDouble();
+    Value norm = weight(op, op.getNormAttr());
+    if (kind == CompressorKind::project) {
+      b.replaceOp(op, rmsNormRows(b, loc, rowsTimesTransposed(b, loc, x, weight(op, op.getWkvAttr())), norm, eps));
+      return success();
     }
-    b.replaceOp(op, rmsNormRows(b, loc, latent, weight(op, op.getNormAttr()), op.getEps().convertToDouble()));
+    bool overlap = kind == CompressorKind::overlap;
+    Value zero = indexConst(b, loc, 0), one = indexConst(b, loc, 1), r = indexConst(b, loc, ratio);
+    Value firstGroup = zero;   // the carried complete group an overlap entry reads Ca from
+    if (Value carry = adaptor.getCarry()) {
+      if (overlap)
+        firstGroup = arith::SelectOp::create(
+            b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, dim0(b, loc, carry), r), one, zero);
+      x = concatRows(b, loc, carry, x);
+    }
+    Value ck = rowsTimesTransposed(b, loc, x, weight(op, op.getWkvAttr()));
+    Value z = rowsTimesTransposed(b, loc, x, weight(op, op.getWgateAttr()));
+    Value ape = op.getApeAttr() ? weight(op, op.getApeAttr()) : Value();
+    Value groups = arith::DivUIOp::create(b, loc, dim0(b, loc, x), r);
+    Value entries = arith::SubIOp::create(b, loc, groups, firstGroup);
+    auto latentType = RankedTensorType::get({ShapedType::kDynamic, tensorType(op.getResult()).getDimSize(1)},
+                                            b.getF32Type());
+    int64_t width = latentType.getDimSize(1), slots = overlap ? 2 * ratio : ratio;
+
+    // Slot s of entry e, channel c: (valid, gate, value).
+    auto slot = [&](OpBuilder &nb, Location l, Value e, Value c, Value s) {
+      Value group = addIndex(nb, l, e, firstGroup);
+      Value row, col = c, apeRow = s, valid;
+      Value rc = indexConst(nb, l, ratio);
+      if (!overlap) {
+        row = addIndex(nb, l, arith::MulIOp::create(nb, l, group, rc), s);
+        valid = arith::ConstantOp::create(nb, l, nb.getBoolAttr(true));
+      } else {
+        // s < ratio: Ca (channels [0, W)) of the group before; else Cb of this one.
+        Value isCa = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, s, rc);
+        Value hasBefore = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::uge, group, indexConst(nb, l, 1));
+        valid = arith::OrIOp::create(nb, l, arith::XOrIOp::create(nb, l, isCa, arith::ConstantOp::create(nb, l, nb.getBoolAttr(true))), hasBefore);
+        Value before = arith::SubIOp::create(nb, l, arith::MaxUIOp::create(nb, l, group, indexConst(nb, l, 1)), indexConst(nb, l, 1));
+        apeRow = arith::SelectOp::create(nb, l, isCa, s, arith::SubIOp::create(nb, l, s, rc));
+        row = addIndex(nb, l, arith::MulIOp::create(nb, l, arith::SelectOp::create(nb, l, isCa, before, group), rc), apeRow);
+        col = arith::SelectOp::create(nb, l, isCa, c, addIndex(nb, l, c, indexConst(nb, l, width)));
+      }
+      Value gate = tensor::ExtractOp::create(nb, l, z, ValueRange{row, col});
+      if (ape)
+        gate = arith::AddFOp::create(nb, l, gate, tensor::ExtractOp::create(nb, l, ape, ValueRange{apeRow, col}));
+      Value value = tensor::ExtractOp::create(nb, l, ck, ValueRange{row, col});
+      return std::make_tuple(valid, gate, value);
+    };
+    // Three passes over (entry, channel, slot): max, denominator, weighted sum.
+    Value slotAxis = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{slots}, b.getF32Type());
+    auto reduce = [&](Value init, ValueRange extra, function_ref<Value(OpBuilder &, Location, Value, Value, Value, ValueRange)> body) {
+      SmallVector<Value> inputs{slotAxis};
+      SmallVector<AffineMap> maps{pick(ctx, 3, {2})};
+      for (Value v : extra) {
+        inputs.push_back(v);
+        maps.push_back(pick(ctx, 3, {0, 1}));
+      }
+      maps.push_back(pick(ctx, 3, {0, 1}));
+      return linalg::GenericOp::create(
+                 b, loc, TypeRange{latentType}, inputs, ValueRange{init}, maps, iterators(2, 1),
+                 [&](OpBuilder &nb, Location l, ValueRange a) {
+                   auto [valid, gate, value] = slot(nb, l, linalg::IndexOp::create(nb, l, 0),
+                                                    linalg::IndexOp::create(nb, l, 1), linalg::IndexOp::create(nb, l, 2));
+                   linalg::YieldOp::create(nb, l, body(nb, l, valid, gate, value, a.drop_front()));
+                 })
+          .getResult(0);
+    };
+    Value empty = emptyWithRows(b, loc, latentType, entries);
+    Value mx = reduce(filled(b, loc, minusInfinity(b, loc), empty), {},
+                      [](OpBuilder &nb, Location l, Value valid, Value gate, Value, ValueRange acc) -> Value {
+                        Value m = arith::MaximumFOp::create(nb, l, acc.back(), gate);
+                        return arith::SelectOp::create(nb, l, valid, m, acc.back());
+                      });
+    auto weightOf = [](OpBuilder &nb, Location l, Value gate, Value m) -> Value {
+      return math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, gate, m));
+    };
+    Value zeros = filled(b, loc, f32Const(b, loc, 0), empty);
+    Value denom = reduce(zeros, {mx}, [&](OpBuilder &nb, Location l, Value valid, Value gate, Value, ValueRange a) -> Value {
+      Value sum = arith::AddFOp::create(nb, l, a.back(), weightOf(nb, l, gate, a[0]));
+      return arith::SelectOp::create(nb, l, valid, sum, a.back());
+    });
+    Value pooled = reduce(zeros, {mx, denom}, [&](OpBuilder &nb, Location l, Value valid, Value gate, Value value, ValueRange a) -> Value {
+      Value p = arith::DivFOp::create(nb, l, weightOf(nb, l, gate, a[0]), a[1]);
+      Value sum = arith::AddFOp::create(nb, l, a.back(), arith::MulFOp::create(nb, l, p, value));
+      return arith::SelectOp::create(nb, l, valid, sum, a.back());
+    });
+    SmallVector<Value> results{rmsNormRows(b, loc, pooled, norm, eps)};
+    if (op.getCarryOut()) {
+      // What later entries need: the open group's rows, and for overlap the
+      // complete group before them.
+      Value keepFrom = arith::MulIOp::create(b, loc, groups, r);
+      if (overlap) {
+        Value any = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, groups, zero);
+        keepFrom = arith::SelectOp::create(b, loc, any, arith::SubIOp::create(b, loc, keepFrom, r), zero);
+      }
+      results.push_back(rowsFrom(b, loc, x, keepFrom));
+    }
+    b.replaceOp(op, results);
     return success();
   }
 };
@@ -146,11 +272,14 @@ struct IndexTopkLowering : DsfPattern<IndexTopkOp> {
                          linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], arith::MulFOp::create(nb, l, wt, relu)).getResult());
                        })
                        .getResult(0);
-    // Query t is the token at position off + t, off = max(0, entries * ratio - tokens).
+    // Query t is the token at positions[t] or, without positions, at off + t
+    // with off = max(0, entries * ratio - tokens).
     Value span = arith::MulIOp::create(b, loc, entries, indexConst(b, loc, ratio));
     Value off = arith::SubIOp::create(b, loc, arith::MaxUIOp::create(b, loc, span, tokens), tokens);
+    Value positions = adaptor.getPositions();
     auto visibleCount = [&](OpBuilder &nb, Location l, Value t) {
-      Value p1 = arith::AddIOp::create(nb, l, arith::AddIOp::create(nb, l, t, off), indexConst(nb, l, 1));
+      Value p = positions ? positionAt(nb, l, positions, t) : arith::AddIOp::create(nb, l, t, off).getResult();
+      Value p1 = arith::AddIOp::create(nb, l, p, indexConst(nb, l, 1));
       return arith::DivUIOp::create(nb, l, p1, indexConst(nb, l, ratio)).getResult();
     };
     Value visibleScores = linalg::GenericOp::create(
@@ -305,6 +434,9 @@ struct AttentionLowering : DsfPattern<AttentionOp> {
     double scale = op.getScale().convertToDouble();
     Value tokens = dim0(b, loc, q), rows = dim0(b, loc, window);
     Value off = arith::SubIOp::create(b, loc, rows, tokens);   // query t is window row off + t
+    // Which entries query t sees follows from its position: positions[t], or
+    // off + t when the window holds the whole sequence.
+    Value positions = adaptor.getPositions();
 
     auto logitsType = RankedTensorType::get({ShapedType::kDynamic, heads, ShapedType::kDynamic}, f32);
     // Window logits, masked to rows (off + t - W, off + t].
@@ -344,7 +476,8 @@ struct AttentionLowering : DsfPattern<AttentionOp> {
                          ArrayRef<AffineMap>{pick(ctx, 2, {0, 1})}, iterators(2),
                          [&](OpBuilder &nb, Location l, ValueRange) {
                            Value t = linalg::IndexOp::create(nb, l, 0), j = linalg::IndexOp::create(nb, l, 1);
-                           Value p1 = arith::AddIOp::create(nb, l, arith::AddIOp::create(nb, l, t, off), indexConst(nb, l, 1));
+                           Value p = positions ? positionAt(nb, l, positions, t) : arith::AddIOp::create(nb, l, t, off).getResult();
+                           Value p1 = arith::AddIOp::create(nb, l, p, indexConst(nb, l, 1));
                            Value visible = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, j,
                                                                  arith::DivUIOp::create(nb, l, p1, indexConst(nb, l, ratio)));
                            Value ji = arith::IndexCastOp::create(nb, l, nb.getI32Type(), j);
@@ -470,7 +603,7 @@ Value stableDescendingRank(OpBuilder &b, Location loc, Value values, Value eligi
 }
 
 void populateAttentionPatterns(RewritePatternSet &patterns, const TypeConverter &types, LoweringState &state) {
-  patterns.add<StoreLowering<WindowWriteOp>, StoreLowering<CacheWriteOp>, EntryPositionsLowering, CompressLowering,
+  patterns.add<StoreLowering<WindowWriteOp>, StoreLowering<CacheWriteOp>, WindowRetainLowering, EntryPositionsLowering, CompressLowering,
                IndexTopkLowering, AttentionLowering>(types, patterns.getContext(), state);
 }
 

@@ -147,9 +147,11 @@ private:
                                 ? weight(p + ".ape", {ratio, projected}, Storage::Fp32)
                                 : FlatSymbolRefAttr();
     FlatSymbolRefAttr normW = weight(p + ".norm.weight", {width}, Storage::Plain);
-    return CompressOp::create(b, loc, act({width}), x, CompressorKindAttr::get(ctx, kind),
+    return CompressOp::create(b, loc, act({width}), /*carry_out=*/Type(), x, /*carry=*/Value(),
+                              CompressorKindAttr::get(ctx, kind),
                               b.getI64IntegerAttr(ratio), wkv, wgate, ape, normW,
-                              b.getF64FloatAttr(c.rmsEps));
+                              b.getF64FloatAttr(c.rmsEps))
+        .getResult();
   }
 
   void buildLayer(int64_t i);
@@ -258,7 +260,8 @@ void GraphBuilder::buildLayer(int64_t i) {
   Value kv = norm(linear(x, layerName(i, "attn.wkv.weight"), {hd}, Storage::Dense),
                   layerName(i, "attn.kv_norm.weight"));
   kv = rope(kv, pos, layerRope);
-  Value window = WindowWriteOp::create(b, loc, WindowType::get(ctx, c.window, hd, plainFormat()), kv);
+  Value window = WindowWriteOp::create(b, loc, WindowType::get(ctx, c.window, hd, plainFormat()), kv,
+                                     /*prior=*/Value());
 
   Value cache, keys, selection;
   if (full || csa || hca) {
@@ -273,13 +276,13 @@ void GraphBuilder::buildLayer(int64_t i) {
       Value k = norm(linear(latent, layerName(i, "attn.indexer.wk.weight"), {c.indexDim},
                             Storage::Plain),
                      layerName(i, "attn.indexer.k_norm.weight"));
-      keys = CacheWriteOp::create(b, loc, indexCache(r), rope(k, entryPos, layerRope));
+      keys = CacheWriteOp::create(b, loc, indexCache(r), rope(k, entryPos, layerRope), /*prior=*/Value());
     } else if (csa) {
       // V4: the indexer has its own overlapping compressor.
       Value k = compressor(x, i, "attn.indexer.compressor", CompressorKind::overlap, r, c.indexDim);
-      keys = CacheWriteOp::create(b, loc, indexCache(r), rope(k, entryPos, layerRope));
+      keys = CacheWriteOp::create(b, loc, indexCache(r), rope(k, entryPos, layerRope), /*prior=*/Value());
     }
-    cache = CacheWriteOp::create(b, loc, kvCache(r), rope(latent, entryPos, layerRope));
+    cache = CacheWriteOp::create(b, loc, kvCache(r), rope(latent, entryPos, layerRope), /*prior=*/Value());
   }
   if (keys) {
     Value qi = rope(linear(qr, layerName(i, "attn.indexer.wq_b.weight"), {c.indexHeads, c.indexDim},
@@ -288,12 +291,12 @@ void GraphBuilder::buildLayer(int64_t i) {
     Value w = linear(x, layerName(i, "attn.indexer.weights_proj.weight"), {c.indexHeads},
                      Storage::Plain);
     double scale = 1.0 / std::sqrt(double(c.indexHeads) * double(c.indexDim));
-    selection = IndexTopkOp::create(b, loc, topk(r), Type(), qi, w, keys, Value(),
+    selection = IndexTopkOp::create(b, loc, topk(r), Type(), qi, w, keys, Value(), /*positions=*/Value(),
                                     b.getI64IntegerAttr(c.indexTopk), b.getF64FloatAttr(scale))
                     .getSelection();
   }
 
-  Value o = AttentionOp::create(b, loc, q.getType(), q, window, cache, selection,
+  Value o = AttentionOp::create(b, loc, q.getType(), q, window, cache, selection, /*positions=*/Value(),
                                 weight(layerName(i, "attn.attn_sink"), {h}, Storage::Fp32),
                                 b.getF64FloatAttr(1.0 / std::sqrt(double(hd))));
   o = rope(o, pos, layerRope, /*inverse=*/true);

@@ -1,5 +1,7 @@
 //===- artifact.cpp - writing and validating .dsfa artifacts ---------------===//
 #include "dsf/artifact.h"
+
+#include <algorithm>
 #include "file_io.h"
 
 #include <nlohmann/json.hpp>
@@ -153,8 +155,17 @@ bool manifestFromJson(const std::string &text, Manifest &m, std::string &error) 
     if (!r.string(je, "name", where, e.name) || !r.string(je, "symbol", where, e.symbol) ||
         !r.tensors(je, "inputs", where, e.inputs) || !r.tensors(je, "outputs", where, e.outputs))
       return false;
-    if (e.outputs.size() != 1)
-      return r.fail(where + ".outputs", "expected exactly one output");
+    if (e.outputs.empty() || e.outputs[0].name != "logits")
+      return r.fail(where + ".outputs", "expected the logits first");
+    for (size_t k = 1; k < e.outputs.size(); ++k)
+      if (e.outputs[k].name.rfind("state:", 0) != 0 || e.outputs[k].dtype != "f32" || e.outputs[k].shape.size() != 2)
+        return r.fail(where + ".outputs[" + std::to_string(k) + "]",
+                      "expected a sequence state \"state:NAME\" of f32 rows [rows, width]");
+    for (size_t k = 0; k < e.inputs.size(); ++k)
+      if (e.inputs[k].name.rfind("state:", 0) == 0 &&
+          std::none_of(e.outputs.begin(), e.outputs.end(), [&](const TensorSpec &o) { return o.name == e.inputs[k].name; }))
+        return r.fail(where + ".inputs[" + std::to_string(k) + "]",
+                      "state '" + e.inputs[k].name + "' is taken but not returned");
     auto weights = je.find("weights");
     if (weights == je.end() || !weights->is_array())
       return r.fail(where + ".weights", "expected an array");

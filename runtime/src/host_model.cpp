@@ -1,6 +1,8 @@
 //===- host_model.cpp - running an artifact's host kernels -----------------===//
 #include "dsf/host_model.h"
+#include "dsf/checkpoint.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -27,35 +29,6 @@ struct WeightBuffer {
   std::vector<int32_t> i32;
   void *data() { return f32.empty() ? static_cast<void *>(i32.data()) : static_cast<void *>(f32.data()); }
 };
-
-bool convertInto(const TensorView &t, const std::string &dtype, WeightBuffer &out, size_t at, std::string &error) {
-  if (dtype == "f32") {
-    std::vector<float> values;
-    if (!readAsFloat(t, values, error))
-      return false;
-    std::memcpy(out.f32.data() + at, values.data(), values.size() * sizeof(float));
-    return true;
-  }
-  size_t n = size_t(t.elements());
-  if (t.dtype == DType::I32) {
-    std::memcpy(out.i32.data() + at, t.data, n * 4);
-    return true;
-  }
-  if (t.dtype == DType::I64) {
-    for (size_t i = 0; i < n; ++i) {
-      int64_t v;
-      std::memcpy(&v, t.data + 8 * i, 8);
-      if (v < INT32_MIN || v > INT32_MAX) {
-        error = "value " + std::to_string(v) + " does not fit i32";
-        return false;
-      }
-      out.i32[at + i] = int32_t(v);
-    }
-    return true;
-  }
-  error = std::string("dtype ") + dtypeName(t.dtype) + " cannot be read as i32";
-  return false;
-}
 
 /// A memref descriptor as MLIR's C interface lays it out:
 /// {allocated, aligned, offset, sizes[rank], strides[rank]}, 8 bytes each.
@@ -128,53 +101,8 @@ std::unique_ptr<HostModel> HostModel::load(std::shared_ptr<Artifact> artifact, c
       if (it == buffers->end()) {
         WeightBuffer buffer;
         buffer.shape = w.shape;
-        int64_t elements = 1;
-        for (int64_t d : w.shape)
-          elements *= d;
-        (w.dtype == "f32" ? buffer.f32.resize(size_t(elements)) : buffer.i32.resize(size_t(elements)));
-        auto expect = [&](const TensorView &t, const std::vector<int64_t> &shape) {
-          if (t.shape == shape)
-            return true;
-          error = weights.origin(t.name) + ": weight '" + t.name + "': expected shape " + shapeString(shape) +
-                  ", found " + shapeString(t.shape);
-          return false;
-        };
-        const TensorView *whole = weights.find(w.name);
-        if (whole || w.expertNames.empty()) {
-          if (!whole) {
-            error = "weight '" + w.name + "' (" + shapeString(w.shape) + ") is missing from the checkpoint";
-            return nullptr;
-          }
-          std::string why;
-          if (!expect(*whole, w.shape))
-            return nullptr;
-          if (!convertInto(*whole, w.dtype, buffer, 0, why)) {
-            error = weights.origin(w.name) + ": weight '" + w.name + "': " + why;
-            return nullptr;
-          }
-          consumed.insert(w.name);
-        } else {
-          std::vector<int64_t> one(w.shape.begin() + 1, w.shape.end());
-          size_t per = size_t(elements / w.shape[0]);
-          for (int64_t e = 0; e < w.shape[0]; ++e) {
-            std::string name = w.expertNames;
-            name.replace(name.find("{e}"), 3, std::to_string(e));
-            const TensorView *t = weights.find(name);
-            if (!t) {
-              error = "weight '" + name + "' (" + shapeString(one) + ", expert " + std::to_string(e) + " of '" +
-                      w.name + "') is missing from the checkpoint";
-              return nullptr;
-            }
-            std::string why;
-            if (!expect(*t, one))
-              return nullptr;
-            if (!convertInto(*t, w.dtype, buffer, size_t(e) * per, why)) {
-              error = weights.origin(name) + ": weight '" + name + "': " + why;
-              return nullptr;
-            }
-            consumed.insert(name);
-          }
-        }
+        if (!readWeight(weights, w, buffer.f32, buffer.i32, consumed, error))
+          return nullptr;
         it = buffers->emplace(w.name, std::move(buffer)).first;
       }
       bound->weightDescriptors.push_back(descriptor(it->second.data(), it->second.shape));
@@ -198,8 +126,20 @@ HostModel::~HostModel() {
     ::close(memfd_);
 }
 
+bool HostModel::continues(const std::string &entryName) const {
+  const EntryPoint *e = manifest().entry(entryName);
+  return e && std::any_of(e->inputs.begin(), e->inputs.end(),
+                          [](const TensorSpec &t) { return t.name.rfind("state:", 0) == 0; });
+}
+
 bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &ids, std::vector<float> &logits,
                     int64_t &firstRow, std::string &error) const {
+  Sequence fresh;
+  return run(entryName, ids, fresh, logits, firstRow, error);
+}
+
+bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &ids, Sequence &sequence,
+                    std::vector<float> &logits, int64_t &firstRow, std::string &error) const {
   const Bound *bound = nullptr;
   for (const auto &b : entries_)
     if (b->spec->name == entryName)
@@ -213,63 +153,118 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
     error = "the prompt is empty";
     return false;
   }
-  if (int64_t(ids.size()) > m.maxPositions) {
-    error = "the sequence has " + std::to_string(ids.size()) + " tokens, more than the model's " +
+  bool continuing = continues(entryName);
+  if (continuing && sequence.length == 0) {
+    error = "entry point '" + entryName + "' continues a sequence, but the sequence is empty (prefill it first)";
+    return false;
+  }
+  int64_t start = continuing ? sequence.length : 0;
+  int64_t n = int64_t(ids.size());
+  if (start + n > m.maxPositions) {
+    error = "the sequence has " + std::to_string(start + n) + " tokens, more than the model's " +
             std::to_string(m.maxPositions) + " positions";
     return false;
   }
   for (size_t i = 0; i < ids.size(); ++i)
     if (ids[i] < 0 || ids[i] >= m.vocabSize) {
-      error = "token id " + std::to_string(ids[i]) + " (position " + std::to_string(i) +
+      error = "token id " + std::to_string(ids[i]) + " (position " + std::to_string(start + int64_t(i)) +
               ") is outside the vocabulary [0, " + std::to_string(m.vocabSize) + ")";
       return false;
     }
-  int64_t n = int64_t(ids.size());
   std::vector<int32_t> tokens(ids), positions(size_t(n), 0);
   for (int64_t i = 0; i < n; ++i)
-    positions[size_t(i)] = int32_t(i);
+    positions[size_t(i)] = int32_t(start + i);
   std::vector<uint8_t> imageMask(size_t(n), 0);   // text only: no image tokens yet
   std::vector<std::vector<int64_t>> inputs;
+  std::set<const void *> inputBuffers;
   for (const TensorSpec &in : bound->spec->inputs) {
-    if (in.name == "token_ids")
+    if (in.name == "token_ids") {
       inputs.push_back(descriptor(tokens.data(), {n}));
-    else if (in.name == "positions")
+    } else if (in.name == "positions") {
       inputs.push_back(descriptor(positions.data(), {n}));
-    else if (in.name == "image_mask")
+    } else if (in.name == "image_mask") {
       inputs.push_back(descriptor(imageMask.data(), {n}));
-    else {
+    } else if (in.name.rfind("state:", 0) == 0) {
+      auto it = sequence.state.find(in.name.substr(6));
+      if (it == sequence.state.end()) {
+        error = "entry point '" + entryName + "' needs the sequence's state '" + in.name.substr(6) +
+                "', which the sequence does not hold (a sequence of another artifact?)";
+        return false;
+      }
+      StateTensor &t = const_cast<StateTensor &>(it->second);
+      if (in.shape.size() != 2 || (in.shape[1] >= 0 && in.shape[1] != t.width)) {
+        error = "state '" + in.name.substr(6) + "' has rows of " + std::to_string(t.width) +
+                " values; entry point '" + entryName + "' expects " + shapeString(in.shape);
+        return false;
+      }
+      inputs.push_back(descriptor(t.values.data(), {t.rows, t.width}));
+      inputBuffers.insert(t.values.data());
+    } else {
       error = "entry point '" + entryName + "' takes input '" + in.name + "', which this runtime cannot supply";
       return false;
     }
   }
-  const TensorSpec &out = bound->spec->outputs.front();
-  std::vector<int64_t> result(3 + 2 * out.shape.size(), 0);
-  std::vector<void *> args{result.data()};
+  // Results: one rank-2 descriptor per output, one after the other.
+  const std::vector<TensorSpec> &outs = bound->spec->outputs;
+  const size_t stride = 3 + 2 * 2;
+  std::vector<int64_t> results(stride * outs.size(), 0);
+  std::vector<void *> args{results.data()};
   for (auto &d : inputs)
     args.push_back(d.data());
   for (const auto &d : bound->weightDescriptors)
     args.push_back(const_cast<int64_t *>(d.data()));
   bound->function(args.data());
 
-  // The result buffer is the kernels' (malloc); copy it out through its
-  // strides and free it.
-  void *allocated = reinterpret_cast<void *>(intptr_t(result[0]));
-  auto *aligned = reinterpret_cast<const float *>(intptr_t(result[1]));
-  int64_t offset = result[2], rows = result[3], cols = result[4], rowStride = result[5], colStride = result[6];
+  // The result buffers are the kernels' (malloc): copy each out through its
+  // strides, then free each allocation once (results may share one; one
+  // that aliases an input is not ours to free).
+  struct View {
+    const float *aligned;
+    int64_t offset, rows, cols, rowStride, colStride;
+  };
+  std::vector<View> views;
+  std::set<void *> allocations;
+  for (size_t k = 0; k < outs.size(); ++k) {
+    const int64_t *d = results.data() + stride * k;
+    auto *allocated = reinterpret_cast<void *>(intptr_t(d[0]));
+    if (allocated && !inputBuffers.count(allocated))
+      allocations.insert(allocated);
+    views.push_back({reinterpret_cast<const float *>(intptr_t(d[1])), d[2], d[3], d[4], d[5], d[6]});
+  }
+  auto release = [&] {
+    for (void *a : allocations)
+      std::free(a);
+  };
+  const View &lv = views[0];
   // A split prefill returns the logits of its tail only.
-  bool tailOnly = m.prefillMode != "full" && entryName == "prefill";
-  if (out.shape.size() != 2 || (tailOnly ? (rows < 1 || rows > n) : rows != n) || cols != m.vocabSize) {
-    std::free(allocated);
-    error = "entry point '" + entryName + "' returned logits of shape [" + std::to_string(rows) + ", " +
-            std::to_string(cols) + "], expected [" + std::to_string(n) + ", " + std::to_string(m.vocabSize) + "]";
+  bool tailOnly = m.prefillMode != "full" && !continuing;
+  if (outs[0].shape.size() != 2 || (tailOnly ? (lv.rows < 1 || lv.rows > n) : lv.rows != n) ||
+      lv.cols != m.vocabSize) {
+    release();
+    error = "entry point '" + entryName + "' returned logits of shape [" + std::to_string(lv.rows) + ", " +
+            std::to_string(lv.cols) + "], expected [" + std::to_string(n) + ", " + std::to_string(m.vocabSize) + "]";
     return false;
   }
-  firstRow = n - rows;
-  logits.resize(size_t(rows * cols));
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c)
-      logits[size_t(r * cols + c)] = aligned[offset + r * rowStride + c * colStride];
-  std::free(allocated);
+  auto copy = [](const View &v, float *out) {
+    for (int64_t r = 0; r < v.rows; ++r)
+      for (int64_t c = 0; c < v.cols; ++c)
+        out[r * v.cols + c] = v.aligned[v.offset + r * v.rowStride + c * v.colStride];
+  };
+  firstRow = start + n - lv.rows;
+  logits.resize(size_t(lv.rows * lv.cols));
+  copy(lv, logits.data());
+  std::map<std::string, StateTensor> next;
+  for (size_t k = 1; k < outs.size(); ++k) {
+    StateTensor t;
+    t.rows = views[k].rows;
+    t.width = views[k].cols;
+    t.values.resize(size_t(t.rows * t.width));
+    copy(views[k], t.values.data());
+    next[outs[k].name.substr(6)] = std::move(t);
+  }
+  release();
+  sequence.state = std::move(next);
+  sequence.length = start + n;
   return true;
 }
 

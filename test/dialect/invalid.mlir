@@ -628,7 +628,7 @@ func.func @f(%q: tensor<?x2x32xf32>, %w: !dsf.window<size = 4, width = 32, #dsf.
 func.func @f(%q: tensor<?x2x32xf32>, %w: !dsf.window<size = 4, width = 32, #dsf.quant<f32>>, %t: !dsf.topk<k = 4, ratio = 1>) {
   // The custom form cannot even spell this; the generic form can.
   // expected-error @below {{a selection needs the cache it selects from}}
-  %0 = "dsf.attention"(%q, %w, %t) <{operandSegmentSizes = array<i32: 1, 1, 0, 1>, scale = 1.0 : f64, sink = @s}> : (tensor<?x2x32xf32>, !dsf.window<size = 4, width = 32, #dsf.quant<f32>>, !dsf.topk<k = 4, ratio = 1>) -> tensor<?x2x32xf32>
+  %0 = "dsf.attention"(%q, %w, %t) <{operandSegmentSizes = array<i32: 1, 1, 0, 1, 0>, scale = 1.0 : f64, sink = @s}> : (tensor<?x2x32xf32>, !dsf.window<size = 4, width = 32, #dsf.quant<f32>>, !dsf.topk<k = 4, ratio = 1>) -> tensor<?x2x32xf32>
   return
 }
 
@@ -2658,3 +2658,59 @@ func.func private @f() attributes {p = #dsf.cache_plan<live = device, idle = hos
 
 // expected-error @below {{a dropped cache has no ttl}}
 func.func private @f() attributes {p = #dsf.cache_plan<live = device, idle = dropped, ttl = 5>}
+
+// -----
+
+func.func @f(%x: tensor<?x8xf32>, %c: tensor<?x8xf32>) {
+  // expected-error @below {{takes a carry but yields none: the rows it leaves open would be lost}}
+  %0 = dsf.compress %x carry(%c : tensor<?x8xf32>) {kind = #dsf.compressor<pair>, ratio = 2 : i64, wkv = @w, wgate = @g, norm = @n, eps = 1.0e-6 : f64} : tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x8xf32>, %c: tensor<?x4xf32>) {
+  // expected-error @below {{carries rows of the input's type 'tensor<?x8xf32>', got 'tensor<?x4xf32>'}}
+  %0, %1 = dsf.compress %x carry(%c : tensor<?x4xf32>) {kind = #dsf.compressor<pair>, ratio = 2 : i64, wkv = @w, wgate = @g, norm = @n, eps = 1.0e-6 : f64} : tensor<?x8xf32> -> tensor<?x8xf32>, tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x8xf32>) {
+  // expected-error @below {{a project compressor (ratio 1) leaves no rows open: it carries nothing}}
+  %0, %1 = dsf.compress %x {kind = #dsf.compressor<project>, ratio = 1 : i64, wkv = @w, norm = @n, eps = 1.0e-6 : f64} : tensor<?x8xf32> -> tensor<?x8xf32>, tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x16xf32>, %p: !dsf.cache<kv, ratio = 1, width = 16, #dsf.quant<f32>>) {
+  // expected-error @below {{appends to a prior cache of another type ('!dsf.cache<kv, ratio = 1, width = 16, #dsf.quant<f32>>')}}
+  %0 = dsf.cache.write %x after %p : !dsf.cache<kv, ratio = 1, width = 16, #dsf.quant<f32>> : tensor<?x16xf32> -> !dsf.cache<kv, ratio = 2, width = 16, #dsf.quant<f32>>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x16xf32>, %p: !dsf.window<size = 8, width = 16, #dsf.quant<f32>>) {
+  // expected-error @below {{continues a prior window of another type ('!dsf.window<size = 8, width = 16, #dsf.quant<f32>>')}}
+  %0 = dsf.window.write %x after %p : !dsf.window<size = 8, width = 16, #dsf.quant<f32>> : tensor<?x16xf32> -> !dsf.window<size = 4, width = 16, #dsf.quant<f32>>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<?x2x32xf32>, %w: !dsf.window<size = 4, width = 32, #dsf.quant<f32>>, %p: tensor<?x2xi32>) {
+  // expected-error @below {{positions must be [tokens]}}
+  %0 = dsf.attention %q, %w at(%p : tensor<?x2xi32>) sink(@s) {scale = 1.0 : f64} : tensor<?x2x32xf32>, !dsf.window<size = 4, width = 32, #dsf.quant<f32>> -> tensor<?x2x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<?x2x16xf32>, %w: tensor<?x2xf32>, %k: !dsf.cache<index_keys, ratio = 1, width = 16, #dsf.quant<f32>>, %p: tensor<?x2xi64>) {
+  // expected-error @below {{positions must be [tokens]}}
+  %0 = dsf.index_topk %q, %w, %k at(%p : tensor<?x2xi64>) {k = 4 : i64, scale = 1.0 : f64} : tensor<?x2x16xf32>, tensor<?x2xf32>, !dsf.cache<index_keys, ratio = 1, width = 16, #dsf.quant<f32>> -> !dsf.topk<k = 4, ratio = 1>
+  return
+}

@@ -198,3 +198,25 @@ dsf.model @split attributes {family = "deepseek_v41", vocab_size = 16, hidden_si
   }
 }
 
+
+// -----
+
+// A continued sequence: prior window and cache, a compressor's carry, the
+// retained window, positioned queries.
+// CHECK-LABEL: func.func @continued
+// CHECK: dsf.window.write %{{.*}} after %{{.*}} : !{{.*}} : tensor<?x32xf32>
+// CHECK: dsf.window.retain
+// CHECK: dsf.compress %{{.*}} carry(%{{.*}} : tensor<?x64xf32>)
+// CHECK-SAME: -> tensor<?x32xf32>, tensor<?x64xf32>
+// CHECK: dsf.cache.write %{{.*}} after %{{.*}} : !{{.*}} : tensor<?x32xf32>
+// CHECK: dsf.attention {{.*}} at(%{{.*}} : tensor<?xi32>) sink
+func.func @continued(%x: tensor<?x64xf32>, %rows: tensor<?x32xf32>, %q: tensor<?x2x32xf32>, %pos: tensor<?xi32>,
+                     %w0: !dsf.window<size = 4, width = 32, #dsf.quant<f32>>, %carry: tensor<?x64xf32>,
+                     %c0: !dsf.cache<kv, ratio = 2, width = 32, #dsf.quant<f32>>) {
+  %w = dsf.window.write %rows after %w0 : !dsf.window<size = 4, width = 32, #dsf.quant<f32>> : tensor<?x32xf32> -> !dsf.window<size = 4, width = 32, #dsf.quant<f32>>
+  %kept = dsf.window.retain %w : !dsf.window<size = 4, width = 32, #dsf.quant<f32>>
+  %lat, %open = dsf.compress %x carry(%carry : tensor<?x64xf32>) {kind = #dsf.compressor<pair>, ratio = 2 : i64, wkv = @w, wgate = @g, norm = @n, eps = 1.0e-6 : f64} : tensor<?x64xf32> -> tensor<?x32xf32>, tensor<?x64xf32>
+  %c = dsf.cache.write %lat after %c0 : !dsf.cache<kv, ratio = 2, width = 32, #dsf.quant<f32>> : tensor<?x32xf32> -> !dsf.cache<kv, ratio = 2, width = 32, #dsf.quant<f32>>
+  %o = dsf.attention %q, %w, %c at(%pos : tensor<?xi32>) sink(@s) {scale = 1.0 : f64} : tensor<?x2x32xf32>, !dsf.window<size = 4, width = 32, #dsf.quant<f32>>, !dsf.cache<kv, ratio = 2, width = 32, #dsf.quant<f32>> -> tensor<?x2x32xf32>
+  return
+}

@@ -104,7 +104,7 @@ int compileArtifact(mlir::ModuleOp module, const dsf::ModelConfig &config,
   errs() << "dsf-compile: lowering " << facts.model << " for the CPU\n";
   mlir::PassManager toLinalg(context);
   if (failed(mlir::applyPassManagerCLOptions(toLinalg)) ||
-      failed(mlir::parsePassPipeline("dsf-to-linalg", toLinalg)))
+      failed(mlir::parsePassPipeline("dsf-thread-state,dsf-to-linalg", toLinalg)))
     return error("bad pass-manager options");
   if (failed(toLinalg.run(module)))
     return error("lowering to linalg failed (diagnostics above)");

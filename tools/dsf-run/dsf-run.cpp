@@ -2,19 +2,19 @@
 //
 //   dsf-run model.dsfa --weights PATH --prompt-ids 1,2,3 [--max-new-tokens N]
 //           [--temperature T --top-p P --seed S] [--dump-logits FILE.safetensors]
+//           [--then-ids 4,5,6 [--chunk K]] [--timing]
 //   (--prompt-ids @FILE reads the list from FILE; --timing prints prefill and
 //   decode times and rates)
 //
-// Loads and validates the artifact and the checkpoint, runs prefill over the
-// prompt and generates up to N tokens (greedy unless --temperature > 0),
-// printing the generated ids. --dump-logits writes the prompt's logits
-// ([rows, vocab] f32, named "logits": every position, or the tail of an
-// exact-tail / bounded-replay prefill), their "positions" and the ids
-// ("input_ids").
-//
-// Decoding re-runs the prefill entry point over the whole sequence for each
-// new token: exact, but quadratic. The decode entry point with KV state kept
-// across calls (and the runtime's cache tiers) is the next step.
+// Loads and validates the artifact and the checkpoint, runs the prefill entry
+// point over the prompt, then the decode entry point, which continues the
+// sequence from the state the previous call returned (windows, caches,
+// compressors' pending rows): first over --then-ids, given tokens fed K at a
+// time, then one generated token at a time, up to N (greedy unless
+// --temperature > 0), printing the generated ids. --dump-logits writes the
+// logits of every row computed ([rows, vocab] f32, "logits": the prompt's, or
+// the tail of an exact-tail / bounded-replay prefill, then one row per token
+// decoded), their "positions" and the sequence's ids ("input_ids").
 //
 //===----------------------------------------------------------------------===//
 #include "dsf/artifact.h"
@@ -47,7 +47,8 @@ int fail(const std::string &message) {
 void usage() {
   std::fprintf(stderr,
                "usage: dsf-run MODEL.dsfa --weights PATH --prompt-ids ID,ID,... [--max-new-tokens N]\n"
-               "               [--temperature T] [--top-p P] [--seed S] [--dump-logits FILE.safetensors] [--timing]\n");
+               "               [--temperature T] [--top-p P] [--seed S] [--dump-logits FILE.safetensors]\n"
+               "               [--then-ids ID,ID,... [--chunk K]] [--timing]\n");
 }
 
 bool parseInt(const std::string &text, long long &out) {
@@ -91,6 +92,25 @@ int32_t pick(const float *logits, int64_t vocab, double temperature, double topP
   return order[n - 1];
 }
 
+/// "1,2,3" -> ids.
+bool parseIds(const std::string &text, std::vector<int32_t> &ids, std::string &error) {
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    long long id;
+    if (!parseInt(item, id) || id < INT32_MIN || id > INT32_MAX) {
+      error = "'" + item + "' is not a token id";
+      return false;
+    }
+    ids.push_back(int32_t(id));
+    if (comma == std::string::npos)
+      break;
+    start = comma + 1;
+  }
+  return true;
+}
+
 struct Progress {
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
   void done(const char *what) {
@@ -103,8 +123,8 @@ struct Progress {
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string artifactPath, weightsPath, promptText, dumpPath;
-  long long maxNew = 0, seed = 0;
+  std::string artifactPath, weightsPath, promptText, dumpPath, thenText, error;
+  long long maxNew = 0, seed = 0, chunk = 1;
   double temperature = 0, topP = 1;
   bool timing = false;
   for (int i = 1; i < argc; ++i) {
@@ -133,6 +153,12 @@ int main(int argc, char **argv) {
     } else if (a == "--max-new-tokens") {
       if (!value(v) || !parseInt(v, maxNew) || maxNew < 0)
         return fail("--max-new-tokens needs a count >= 0");
+    } else if (a == "--then-ids") {
+      if (!value(thenText))
+        return fail("--then-ids needs a comma-separated list of token ids");
+    } else if (a == "--chunk") {
+      if (!value(v) || !parseInt(v, chunk) || chunk < 1)
+        return fail("--chunk needs a count >= 1");
     } else if (a == "--seed") {
       if (!value(v) || !parseInt(v, seed))
         return fail("--seed needs an integer");
@@ -169,22 +195,13 @@ int main(int argc, char **argv) {
     if (promptText.empty())
       return fail("--prompt-ids: '" + file + "' is empty");
   }
-  std::vector<int32_t> ids;
-  size_t start = 0;
-  while (start <= promptText.size()) {
-    size_t comma = promptText.find(',', start);
-    std::string item = promptText.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    long long id;
-    if (!parseInt(item, id) || id < INT32_MIN || id > INT32_MAX)
-      return fail("--prompt-ids: '" + item + "' is not a token id");
-    ids.push_back(int32_t(id));
-    if (comma == std::string::npos)
-      break;
-    start = comma + 1;
-  }
+  std::vector<int32_t> ids, thenIds;
+  if (!parseIds(promptText, ids, error))
+    return fail("--prompt-ids: " + error);
+  if (!thenText.empty() && !parseIds(thenText, thenIds, error))
+    return fail("--then-ids: " + error);
 
   Progress progress;
-  std::string error;
   std::shared_ptr<Artifact> artifact(Artifact::open(artifactPath, error));
   if (!artifact)
     return fail(error);
@@ -196,49 +213,72 @@ int main(int argc, char **argv) {
     return fail(error);
   progress.done("loaded the model and its weights");
   const Manifest &m = model->manifest();
-  if (int64_t(ids.size()) + maxNew > m.maxPositions)
-    return fail("prompt (" + std::to_string(ids.size()) + " tokens) + --max-new-tokens (" + std::to_string(maxNew) +
-                ") exceeds the model's " + std::to_string(m.maxPositions) + " positions");
+  if (int64_t(ids.size() + thenIds.size()) + maxNew > m.maxPositions)
+    return fail("prompt (" + std::to_string(ids.size()) + " tokens)" +
+                (thenIds.empty() ? std::string() : " + --then-ids (" + std::to_string(thenIds.size()) + ")") +
+                " + --max-new-tokens (" + std::to_string(maxNew) + ") exceeds the model's " +
+                std::to_string(m.maxPositions) + " positions");
+  bool canDecode = m.entry("decode") && model->continues("decode");
+  if (!canDecode && (!thenIds.empty() || maxNew > 1))
+    return fail(artifactPath + " has no decode entry point that continues a sequence");
 
-  std::vector<float> logits;
+  // Every row computed, for --dump-logits.
+  std::vector<float> allLogits, logits;
+  std::vector<int32_t> rowPositions, sequenceIds = ids;
+  auto keep = [&](int64_t firstRow) {
+    int64_t rows = int64_t(logits.size()) / m.vocabSize;
+    for (int64_t r = 0; r < rows; ++r)
+      rowPositions.push_back(int32_t(firstRow + r));
+    if (!dumpPath.empty())
+      allLogits.insert(allLogits.end(), logits.begin(), logits.end());
+  };
+  Sequence sequence;
   int64_t firstRow = 0;
   auto prefillStart = std::chrono::steady_clock::now();
-  if (!model->run("prefill", ids, logits, firstRow, error))
+  if (!model->run("prefill", ids, sequence, logits, firstRow, error))
     return fail(error);
   double prefillSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - prefillStart).count();
   progress.done("prefill");
-  if (!dumpPath.empty()) {
-    int64_t rows = int64_t(logits.size()) / m.vocabSize;
-    OwnedTensor l{"logits", DType::F32, {rows, m.vocabSize}, {}};
-    l.data.resize(logits.size() * 4);
-    std::memcpy(l.data.data(), logits.data(), l.data.size());
-    OwnedTensor in{"input_ids", DType::I32, {int64_t(ids.size())}, {}};
-    in.data.resize(ids.size() * 4);
-    std::memcpy(in.data.data(), ids.data(), in.data.size());
-    OwnedTensor positions{"positions", DType::I32, {rows}, {}};
-    positions.data.resize(size_t(rows) * 4);
-    for (int64_t r = 0; r < rows; ++r) {
-      int32_t p = int32_t(firstRow + r);
-      std::memcpy(positions.data.data() + 4 * r, &p, 4);
-    }
-    if (!writeSafetensors(dumpPath, {in, positions, l},
-                          {{"model", m.model}, {"artifact", artifactPath}, {"prefill", m.prefillMode}}, error))
+  keep(firstRow);
+  for (size_t at = 0; at < thenIds.size(); at += size_t(chunk)) {
+    std::vector<int32_t> part(thenIds.begin() + long(at), thenIds.begin() + long(std::min(thenIds.size(), at + size_t(chunk))));
+    if (!model->run("decode", part, sequence, logits, firstRow, error))
       return fail(error);
+    sequenceIds.insert(sequenceIds.end(), part.begin(), part.end());
+    keep(firstRow);
   }
   auto decodeStart = std::chrono::steady_clock::now();
   std::mt19937_64 rng(static_cast<uint64_t>(seed));
-  std::vector<int32_t> sequence = ids, generated;
+  std::vector<int32_t> generated;
   for (long long step = 0; step < maxNew; ++step) {
     const float *last = logits.data() + logits.size() - size_t(m.vocabSize);
     int32_t next = pick(last, m.vocabSize, temperature, topP, rng);
     generated.push_back(next);
-    sequence.push_back(next);
-    if (step + 1 < maxNew && !model->run("prefill", sequence, logits, firstRow, error))
-      return fail(error);
+    if (step + 1 < maxNew) {
+      sequenceIds.push_back(next);
+      if (!model->run("decode", {next}, sequence, logits, firstRow, error))
+        return fail(error);
+      keep(firstRow);
+    }
   }
   double decodeSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - decodeStart).count();
   if (maxNew > 0)
     progress.done("generation");
+  if (!dumpPath.empty()) {
+    int64_t rows = int64_t(rowPositions.size());
+    OwnedTensor l{"logits", DType::F32, {rows, m.vocabSize}, {}};
+    l.data.resize(allLogits.size() * 4);
+    std::memcpy(l.data.data(), allLogits.data(), l.data.size());
+    OwnedTensor in{"input_ids", DType::I32, {int64_t(sequenceIds.size())}, {}};
+    in.data.resize(sequenceIds.size() * 4);
+    std::memcpy(in.data.data(), sequenceIds.data(), in.data.size());
+    OwnedTensor positions{"positions", DType::I32, {rows}, {}};
+    positions.data.resize(size_t(rows) * 4);
+    std::memcpy(positions.data.data(), rowPositions.data(), positions.data.size());
+    if (!writeSafetensors(dumpPath, {in, positions, l},
+                          {{"model", m.model}, {"artifact", artifactPath}, {"prefill", m.prefillMode}}, error))
+      return fail(error);
+  }
   if (timing) {
     std::fprintf(stderr, "dsf-run: timing: prefill %zu tokens %.3f s (%.1f tokens/s)", ids.size(), prefillSeconds,
                  double(ids.size()) / prefillSeconds);

@@ -31,7 +31,8 @@
 namespace dsf::rt {
 
 inline constexpr char kArtifactMagic[8] = {'D', 'S', 'F', 'A', '\r', '\n', '\x1a', '\n'};
-inline constexpr uint32_t kArtifactVersion = 1;
+// 2: entry points take and return their sequence's state ("state:NAME").
+inline constexpr uint32_t kArtifactVersion = 2;
 
 enum class SectionKind : uint32_t { Manifest = 1, HostKernels = 2 };
 
@@ -55,8 +56,14 @@ struct WeightSpec {
   std::string expertNames;
 };
 
-/// Arguments of `dsf_entry_<name>`: args[0] points at the result's memref
-/// descriptor, then one descriptor per input, then one per weight.
+/// Arguments of `dsf_entry_<name>`: args[0] points at the results' memref
+/// descriptors (one after the other: the logits, then each state output),
+/// then one descriptor per input, then one per weight. Inputs are the token
+/// inputs ("token_ids", "positions", "image_mask") and, for an entry point
+/// that continues a sequence, its state ("state:NAME", f32 rows); outputs
+/// are "logits" and the state after the call, which a later call takes by
+/// name: windows keep their last size - 1 rows, caches all their entries,
+/// compressors their carried input rows.
 struct EntryPoint {
   std::string name;
   std::string symbol;

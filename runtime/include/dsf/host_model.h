@@ -12,11 +12,31 @@
 #include "dsf/artifact.h"
 #include "dsf/weights.h"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace dsf::rt {
+
+/// One state tensor of a sequence: f32 rows [rows, width], row-major.
+struct StateTensor {
+  int64_t rows = 0, width = 0;
+  std::vector<float> values;
+};
+
+/// What a sequence keeps between calls: its length and the named state the
+/// last call returned (windows' last rows, caches, compressors' carries).
+struct Sequence {
+  int64_t length = 0;
+  std::map<std::string, StateTensor> state;
+  int64_t stateBytes() const {
+    int64_t bytes = 0;
+    for (const auto &[name, t] : state)
+      bytes += int64_t(t.values.size() * sizeof(float));
+    return bytes;
+  }
+};
 
 class HostModel {
 public:
@@ -37,6 +57,17 @@ public:
   /// approximates it). Validates ids and positions.
   bool run(const std::string &entry, const std::vector<int32_t> &ids, std::vector<float> &logits,
            int64_t &firstRow, std::string &error) const;
+
+  /// Runs `ids` through `entry` as the next tokens of `sequence`. An entry
+  /// point that takes state ("decode") continues the sequence at position
+  /// sequence.length and needs its state; one that does not ("prefill")
+  /// starts it afresh. Either way the sequence then holds the state the call
+  /// returned. On failure the sequence is unchanged.
+  bool run(const std::string &entry, const std::vector<int32_t> &ids, Sequence &sequence,
+           std::vector<float> &logits, int64_t &firstRow, std::string &error) const;
+
+  /// Whether `entry` continues a sequence (takes state).
+  bool continues(const std::string &entry) const;
 
 private:
   HostModel() = default;
