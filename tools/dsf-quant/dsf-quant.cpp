@@ -1,7 +1,7 @@
 //===- dsf-quant.cpp - quantize safetensors files in dsf's formats ---------===//
 //
 //   dsf-quant IN.safetensors -o OUT.safetensors --format=fp8|mxfp4|nvfp4
-//             [--weight-blocks=RxC]
+//             [--weight-blocks=RxC] [--only=GLOB]
 //   dsf-quant IN.safetensors -o OUT.safetensors --dequantize
 //
 // Every floating-point tensor NAME is quantized along its last dimension in
@@ -10,7 +10,10 @@
 // byte a block: F8_E8M0 for UE8M0 scales, F8_E4M3 for NVFP4's), the released
 // checkpoints' convention. --weight-blocks gives FP8 with one UE8M0 scale per
 // RxC block of the last two dimensions, as checkpoints store weights. Other
-// tensors are copied. --dequantize turns such a file back into f32.
+// tensors are copied; so are those whose name GLOB (fnmatch) does not match,
+// which makes checkpoints as they are released: matrices FP8 in 128x128
+// blocks, routed experts FP4, norms and biases plain. --dequantize turns
+// such a file back into f32.
 // A runtime tool: it links the runtime only, no MLIR or LLVM.
 //
 //===----------------------------------------------------------------------===//
@@ -18,6 +21,7 @@
 #include "dsf/safetensors.h"
 
 #include <cmath>
+#include <fnmatch.h>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -33,7 +37,7 @@ int fail(const std::string &msg) {
 void usage() {
   std::fprintf(stderr,
                "usage: dsf-quant IN.safetensors -o OUT.safetensors --format=fp8|mxfp4|nvfp4 "
-               "[--weight-blocks=RxC]\n"
+               "[--weight-blocks=RxC] [--only=GLOB]\n"
                "       dsf-quant IN.safetensors -o OUT.safetensors --dequantize\n");
 }
 
@@ -53,7 +57,7 @@ std::vector<uint8_t> floatBytes(const std::vector<float> &v) {
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string input, output, format, blocks;
+  std::string input, output, format, blocks, only;
   bool dequantize = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -63,6 +67,8 @@ int main(int argc, char **argv) {
       format = a.substr(9);
     else if (a.rfind("--weight-blocks=", 0) == 0)
       blocks = a.substr(16);
+    else if (a.rfind("--only=", 0) == 0)
+      only = a.substr(7);
     else if (a == "--dequantize")
       dequantize = true;
     else if (a == "-h" || a == "--help") {
@@ -79,6 +85,8 @@ int main(int argc, char **argv) {
     usage();
     return fail("needs an input file and -o OUTPUT");
   }
+  if (dequantize && !only.empty())
+    return fail("--only applies to quantizing");
   if (dequantize == !format.empty())
     return fail("give exactly one of --format=... and --dequantize");
   RowFormat rowFormat = RowFormat::FP8;
@@ -101,12 +109,16 @@ int main(int argc, char **argv) {
   std::map<std::string, std::string> metadata = file->metadata();
 
   if (!dequantize) {
+    auto selected = [&](const TensorView &t) {
+      return isFloating(t.dtype) && (only.empty() || fnmatch(only.c_str(), t.name.c_str(), 0) == 0);
+    };
     for (const TensorView &t : file->tensors())
-      if (file->find(t.name + ".scale"))
+      if (selected(t) && file->find(t.name + ".scale"))
         return fail(input + ": tensor '" + t.name + "' already has a '" + t.name +
                     ".scale' (a quantized file?)");
+    size_t quantized = 0;
     for (const TensorView &t : file->tensors()) {
-      if (!isFloating(t.dtype)) {
+      if (!selected(t)) {
         out.push_back(copyOf(t));
         continue;
       }
@@ -153,7 +165,10 @@ int main(int argc, char **argv) {
       }
       out.push_back(std::move(codes));
       out.push_back(std::move(scales));
+      ++quantized;
     }
+    if (!only.empty() && quantized == 0)
+      return fail("--only: no floating-point tensor of " + input + " matches '" + only + "'");
     metadata["dsf.format"] = rowFormatName(rowFormat);
     if (br)
       metadata["dsf.weight_blocks"] = blocks;

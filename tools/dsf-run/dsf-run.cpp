@@ -3,7 +3,7 @@
 //   dsf-run model.dsfa --weights PATH --prompt-ids 1,2,3 [--max-new-tokens N]
 //           [--temperature T --top-p P --seed S] [--dump-logits FILE.safetensors]
 //           [--then-ids 4,5,6 [--chunk K]] [--timing]
-//   (--prompt-ids @FILE reads the list from FILE; --timing prints prefill and
+//   (--prompt-ids and --then-ids @FILE read the list from FILE; --timing prints prefill and
 //   decode times and rates)
 //
 // Loads and validates the artifact and the checkpoint, runs the prefill entry
@@ -90,6 +90,28 @@ int32_t pick(const float *logits, int64_t vocab, double temperature, double topP
       return order[i];
   }
   return order[n - 1];
+}
+
+/// "@FILE" -> the text of FILE, trailing white space dropped.
+bool readIdsFile(std::string &text, std::string &error) {
+  if (text.empty() || text[0] != '@')
+    return true;
+  std::string file = text.substr(1);
+  std::ifstream in(file);
+  if (!in) {
+    error = "cannot read '" + file + "'";
+    return false;
+  }
+  std::stringstream contents;
+  contents << in.rdbuf();
+  text = contents.str();
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+    text.pop_back();
+  if (text.empty()) {
+    error = "'" + file + "' is empty";
+    return false;
+  }
+  return true;
 }
 
 /// "1,2,3" -> ids.
@@ -181,20 +203,11 @@ int main(int argc, char **argv) {
     usage();
     return fail("an artifact, --weights and --prompt-ids are required");
   }
-  if (promptText[0] == '@') {
-    // @FILE: the list from a file (long prompts).
-    std::string file = promptText.substr(1);
-    std::ifstream in(file);
-    if (!in)
-      return fail("--prompt-ids: cannot read '" + file + "'");
-    std::stringstream text;
-    text << in.rdbuf();
-    promptText = text.str();
-    while (!promptText.empty() && std::isspace(static_cast<unsigned char>(promptText.back())))
-      promptText.pop_back();
-    if (promptText.empty())
-      return fail("--prompt-ids: '" + file + "' is empty");
-  }
+  // @FILE: the list from a file (long prompts).
+  if (!readIdsFile(promptText, error))
+    return fail("--prompt-ids: " + error);
+  if (!thenText.empty() && !readIdsFile(thenText, error))
+    return fail("--then-ids: " + error);
   std::vector<int32_t> ids, thenIds;
   if (!parseIds(promptText, ids, error))
     return fail("--prompt-ids: " + error);

@@ -7,7 +7,10 @@ below --min-argmax (percent), or on any non-finite logit.
 --against OTHER_DUMP compares two dumps of the same ids on the positions
 both hold (a split prefill's tail against the full prefill); --exact also
 requires bit-identical logits; --last N compares the last N positions only.
+--decode-from N [--chunk K] runs the reference as dsf-run --then-ids does:
+a prefill of the first N ids, then the rest K at a time through its decode.
 usage: check_logits.py DUMP (--golden IO --key K --row R | --reference DIR --weights W [--dense] [--quant] [--no-pool] [--prefill MODE]
+                             [--decode-from N [--chunk K]]
                              | --against OTHER_DUMP) [--last N] [--max-rel R] [--min-argmax P] [--exact]"""
 import copy
 import json
@@ -58,10 +61,21 @@ else:
         import codecs_np as codecs  # noqa: E402
     model = v41.Model(config, safetensors_io.load(option("--weights")), quant=codecs)
     mode = option("--prefill", "full")
-    ref, _ = model.forward(ids, prefill=mode)
-    if mode == "full":
-        ref = ref[rows]
-    label = "numpy reference" + ("" if mode == "full" else " (" + mode + ")")
+    if option("--decode-from"):
+        # The reference's own incremental decode: prefill the first N ids,
+        # then continue K at a time, as dsf-run --then-ids --chunk K does.
+        n, k = int(option("--decode-from")), int(option("--chunk", "1"))
+        first, state = model.forward(ids[:n], prefill=mode)
+        parts = [first]
+        for t in range(n, len(ids), k):
+            parts.append(model.forward(ids[t:t + k], state=state, start=t)[0])
+        ref = np.concatenate(parts)
+        label = f"numpy reference ({mode} prefill of {n}, then decode {k} at a time)"
+    else:
+        ref, _ = model.forward(ids, prefill=mode)
+        if mode == "full":
+            ref = ref[rows]
+        label = "numpy reference" + ("" if mode == "full" else " (" + mode + ")")
 if option("--last"):
     # Only the last rows (a split prefill is exact for its last position).
     keep = int(option("--last"))
