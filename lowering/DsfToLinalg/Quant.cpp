@@ -7,8 +7,8 @@
 // identity), so the numbers are those of the packed format while the bytes
 // are not yet packed: packed storage comes with the runtime's cache tiers.
 // Supported: E4M3 or E2M1 elements with 1-D UE8M0 or E4M3 block scales (the
-// window, the index keys and queries, the compressed KV); others fail to
-// legalize by name.
+// window, the index keys and queries, the compressed KV), V4's rows with a
+// bf16 tail, plain bf16; 2-D block scales fail to legalize by name.
 //
 //===----------------------------------------------------------------------===//
 #include "lowering/DsfToLinalg/Builders.h"
@@ -79,71 +79,139 @@ Value e2m1Round(OpBuilder &b, Location loc, Value x) {
   return math::CopySignOp::create(b, loc, value, x);
 }
 
+/// Rounds each block of x's last axis to E4M3 / E2M1 with UE8M0 / E4M3
+/// scales; the decoded values.
+Value blockQuantize(OpBuilder &b, Location loc, Value x, QuantAttr format) {
+  MLIRContext *ctx = b.getContext();
+  bool e4m3 = format.getElement() == ScalarFormat::e4m3, ue8m0 = format.getScale() == ScaleFormat::ue8m0;
+  int64_t block = format.getBlockCols();
+  auto type = tensorType(x);
+  unsigned r = type.getRank();
+  int64_t width = type.getShape().back();
+  // amax per block: x viewed as [..., width / B, B], reduced over the last axis.
+  SmallVector<int64_t> blockShape(type.getShape().drop_back());
+  blockShape.push_back(width / block);
+  auto blockType = RankedTensorType::get(blockShape, b.getF32Type());
+  SmallVector<int64_t> viewShape(blockShape);
+  viewShape.push_back(block);
+  SmallVector<ReassociationIndices> groups;
+  for (unsigned d = 0; d + 1 < r; ++d)
+    groups.push_back({int64_t(d)});
+  groups.push_back({int64_t(r - 1), int64_t(r)});
+  SmallVector<OpFoldResult> viewSizes;
+  for (unsigned d = 0; d <= r; ++d)
+    viewSizes.push_back(ShapedType::isDynamic(viewShape[d])
+                            ? OpFoldResult(tensor::DimOp::create(b, loc, x, d).getResult())
+                            : OpFoldResult(b.getIndexAttr(viewShape[d])));
+  Value view = tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get(viewShape, b.getF32Type()), x, groups,
+                                             viewSizes);
+  Value amax = linalg::GenericOp::create(
+                   b, loc, TypeRange{blockType}, ValueRange{view}, ValueRange{zeros(b, loc, blockType, x)},
+                   ArrayRef<AffineMap>{pick(ctx, r + 1, range(0, r + 1)), pick(ctx, r + 1, range(0, r))},
+                   iterators(r, 1),
+                   [&](OpBuilder &nb, Location l, ValueRange a) {
+                     linalg::YieldOp::create(nb, l, arith::MaximumFOp::create(nb, l, a[1], math::AbsFOp::create(nb, l, a[0])).getResult());
+                   })
+                   .getResult(0);
+  Value scale = elementwise(b, loc, ValueRange{amax}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+    if (ue8m0)
+      return e4m3 ? ue8m0Scale(nb, l, a[0], 448.0, 1e-4) : ue8m0Scale(nb, l, a[0], 6.0, 6.0 * std::ldexp(1.0, -126));
+    // NVFP4's E4M3 scale, saturating at 448 (MODEL.md is silent; our choice).
+    Value s = arith::DivFOp::create(nb, l, arith::MaximumFOp::create(nb, l, a[0], f32Const(nb, l, 6.0 * std::ldexp(1.0, -9))),
+                                    f32Const(nb, l, 6.0));
+    return e4m3Rne(nb, l, arith::MinimumFOp::create(nb, l, s, f32Const(nb, l, 448.0)));
+  });
+  SmallVector<AffineExpr> scaleAt;
+  for (unsigned d = 0; d + 1 < r; ++d)
+    scaleAt.push_back(getAffineDimExpr(d, ctx));
+  scaleAt.push_back(getAffineDimExpr(r - 1, ctx).floorDiv(block));
+  double limit = e4m3 ? 448.0 : 6.0;
+  Value out = linalg::GenericOp::create(
+                  b, loc, TypeRange{type}, ValueRange{x, scale}, ValueRange{emptyTensor(b, loc, type, x)},
+                  ArrayRef<AffineMap>{pick(ctx, r, range(0, r)), AffineMap::get(r, 0, scaleAt, ctx), pick(ctx, r, range(0, r))},
+                  iterators(r),
+                  [&](OpBuilder &nb, Location l, ValueRange a) {
+                    Value scaled = arith::DivFOp::create(nb, l, a[0], a[1]);
+                    scaled = arith::MaximumFOp::create(nb, l, arith::MinimumFOp::create(nb, l, scaled, f32Const(nb, l, limit)),
+                                                       f32Const(nb, l, -limit));
+                    Value q = e4m3 ? e4m3Rne(nb, l, scaled) : e2m1Round(nb, l, scaled);
+                    linalg::YieldOp::create(nb, l, arith::MulFOp::create(nb, l, q, a[1]).getResult());
+                  })
+                  .getResult(0);
+  return out;
+}
+
+/// x rounded to bf16 (RNE), back in f32. With the bits rather than
+/// arith.truncf to bf16, which x86 lowers to a compiler-rt call (__truncsfbf2)
+/// the host kernels would have to carry; finite values only (the caches'):
+/// add 0x7fff plus the lowest kept bit, clear the 16 dropped bits.
+Value bf16Round(OpBuilder &b, Location loc, Value x) {
+  return elementwise(b, loc, ValueRange{x}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+    Value bits = arith::BitcastOp::create(nb, l, nb.getI32Type(), a[0]);
+    Value keptLsb = arith::AndIOp::create(nb, l, arith::ShRUIOp::create(nb, l, bits, i32Const(nb, l, 16)), i32Const(nb, l, 1));
+    Value rounded = arith::AddIOp::create(nb, l, bits, arith::AddIOp::create(nb, l, keptLsb, i32Const(nb, l, 0x7fff)));
+    Value cleared = arith::AndIOp::create(nb, l, rounded, i32Const(nb, l, int32_t(0xffff0000u)));
+    return arith::BitcastOp::create(nb, l, nb.getF32Type(), cleared);
+  });
+}
+
+/// Channels [from, from + count) of x's last axis.
+Value lastAxisSlice(OpBuilder &b, Location loc, Value x, int64_t from, int64_t count) {
+  auto type = tensorType(x);
+  SmallVector<OpFoldResult> offsets, sizes, strides;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    bool last = d + 1 == type.getRank();
+    offsets.push_back(b.getIndexAttr(last ? from : 0));
+    sizes.push_back(last ? OpFoldResult(b.getIndexAttr(count))
+                         : type.isDynamicDim(d) ? OpFoldResult(tensor::DimOp::create(b, loc, x, d).getResult())
+                                                : OpFoldResult(b.getIndexAttr(type.getDimSize(d))));
+    strides.push_back(b.getIndexAttr(1));
+  }
+  SmallVector<int64_t> shape(type.getShape());
+  shape.back() = count;
+  return tensor::ExtractSliceOp::create(b, loc, RankedTensorType::get(shape, type.getElementType()), x, offsets, sizes,
+                                        strides);
+}
+
+/// Formats: E4M3 or E2M1 elements with 1-D UE8M0 / E4M3 block scales,
+/// optionally with the last channels of a row kept in bf16 (V4's KV rows),
+/// and plain bf16.
 struct QuantizeLowering : DsfPattern<QuantizeOp> {
   using DsfPattern::DsfPattern;
   LogicalResult matchAndRewrite(QuantizeOp op, OpAdaptor adaptor, ConversionPatternRewriter &b) const override {
     Location loc = op.getLoc();
-    MLIRContext *ctx = b.getContext();
     auto format = llvm::cast<QTensorType>(op.getType()).getFormat();
+    Value x = adaptor.getInput();
+    if (format.getElement() == ScalarFormat::bf16) {
+      b.replaceOp(op, bf16Round(b, loc, x));
+      return success();
+    }
     bool e4m3 = format.getElement() == ScalarFormat::e4m3, e2m1 = format.getElement() == ScalarFormat::e2m1;
     bool ue8m0 = format.getScale() == ScaleFormat::ue8m0, e4m3Scale = format.getScale() == ScaleFormat::e4m3;
-    if (!(e4m3 || e2m1) || !(ue8m0 || e4m3Scale) || format.getBlockRows() != 1 || format.getBf16Tail() != 0)
+    if (!(e4m3 || e2m1) || !(ue8m0 || e4m3Scale) || format.getBlockRows() != 1)
       return b.notifyMatchFailure(op, "only 1-D E4M3 / E2M1 formats with UE8M0 / E4M3 scales are lowered");
-    int64_t block = format.getBlockCols();
-    Value x = adaptor.getInput();
+    int64_t tail = format.getBf16Tail(), width = tensorType(x).getShape().back();
+    if (tail == 0) {
+      b.replaceOp(op, blockQuantize(b, loc, x, format));
+      return success();
+    }
+    // [blocks | bf16 tail]: each part rounded, then put back side by side.
+    Value head = blockQuantize(b, loc, lastAxisSlice(b, loc, x, 0, width - tail), format);
+    Value rest = bf16Round(b, loc, lastAxisSlice(b, loc, x, width - tail, tail));
     auto type = tensorType(x);
-    unsigned r = type.getRank();
-    int64_t width = type.getShape().back();
-    // amax per block: x viewed as [..., width / B, B], reduced over the last axis.
-    SmallVector<int64_t> blockShape(type.getShape().drop_back());
-    blockShape.push_back(width / block);
-    auto blockType = RankedTensorType::get(blockShape, b.getF32Type());
-    SmallVector<int64_t> viewShape(blockShape);
-    viewShape.push_back(block);
-    SmallVector<ReassociationIndices> groups;
-    for (unsigned d = 0; d + 1 < r; ++d)
-      groups.push_back({int64_t(d)});
-    groups.push_back({int64_t(r - 1), int64_t(r)});
-    SmallVector<OpFoldResult> viewSizes;
-    for (unsigned d = 0; d <= r; ++d)
-      viewSizes.push_back(ShapedType::isDynamic(viewShape[d])
-                              ? OpFoldResult(tensor::DimOp::create(b, loc, x, d).getResult())
-                              : OpFoldResult(b.getIndexAttr(viewShape[d])));
-    Value view = tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get(viewShape, b.getF32Type()), x, groups,
-                                               viewSizes);
-    Value amax = linalg::GenericOp::create(
-                     b, loc, TypeRange{blockType}, ValueRange{view}, ValueRange{zeros(b, loc, blockType, x)},
-                     ArrayRef<AffineMap>{pick(ctx, r + 1, range(0, r + 1)), pick(ctx, r + 1, range(0, r))},
-                     iterators(r, 1),
-                     [&](OpBuilder &nb, Location l, ValueRange a) {
-                       linalg::YieldOp::create(nb, l, arith::MaximumFOp::create(nb, l, a[1], math::AbsFOp::create(nb, l, a[0])).getResult());
-                     })
-                     .getResult(0);
-    Value scale = elementwise(b, loc, ValueRange{amax}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-      if (ue8m0)
-        return e4m3 ? ue8m0Scale(nb, l, a[0], 448.0, 1e-4) : ue8m0Scale(nb, l, a[0], 6.0, 6.0 * std::ldexp(1.0, -126));
-      // NVFP4's E4M3 scale, saturating at 448 (MODEL.md is silent; our choice).
-      Value s = arith::DivFOp::create(nb, l, arith::MaximumFOp::create(nb, l, a[0], f32Const(nb, l, 6.0 * std::ldexp(1.0, -9))),
-                                      f32Const(nb, l, 6.0));
-      return e4m3Rne(nb, l, arith::MinimumFOp::create(nb, l, s, f32Const(nb, l, 448.0)));
-    });
-    SmallVector<AffineExpr> scaleAt;
-    for (unsigned d = 0; d + 1 < r; ++d)
-      scaleAt.push_back(getAffineDimExpr(d, ctx));
-    scaleAt.push_back(getAffineDimExpr(r - 1, ctx).floorDiv(block));
-    double limit = e4m3 ? 448.0 : 6.0;
-    Value out = linalg::GenericOp::create(
-                    b, loc, TypeRange{type}, ValueRange{x, scale}, ValueRange{emptyTensor(b, loc, type, x)},
-                    ArrayRef<AffineMap>{pick(ctx, r, range(0, r)), AffineMap::get(r, 0, scaleAt, ctx), pick(ctx, r, range(0, r))},
-                    iterators(r),
-                    [&](OpBuilder &nb, Location l, ValueRange a) {
-                      Value scaled = arith::DivFOp::create(nb, l, a[0], a[1]);
-                      scaled = arith::MaximumFOp::create(nb, l, arith::MinimumFOp::create(nb, l, scaled, f32Const(nb, l, limit)),
-                                                         f32Const(nb, l, -limit));
-                      Value q = e4m3 ? e4m3Rne(nb, l, scaled) : e2m1Round(nb, l, scaled);
-                      linalg::YieldOp::create(nb, l, arith::MulFOp::create(nb, l, q, a[1]).getResult());
-                    })
-                    .getResult(0);
+    Value out = emptyTensor(b, loc, type, x);
+    for (auto [part, from, count] : {std::make_tuple(head, int64_t(0), width - tail), std::make_tuple(rest, width - tail, tail)}) {
+      SmallVector<OpFoldResult> offsets, sizes, strides;
+      for (int64_t d = 0; d < type.getRank(); ++d) {
+        bool last = d + 1 == type.getRank();
+        offsets.push_back(b.getIndexAttr(last ? from : 0));
+        sizes.push_back(last ? OpFoldResult(b.getIndexAttr(count))
+                             : type.isDynamicDim(d) ? OpFoldResult(tensor::DimOp::create(b, loc, x, d).getResult())
+                                                    : OpFoldResult(b.getIndexAttr(type.getDimSize(d))));
+        strides.push_back(b.getIndexAttr(1));
+      }
+      out = tensor::InsertSliceOp::create(b, loc, part, out, offsets, sizes, strides);
+    }
     b.replaceOp(op, out);
     return success();
   }
