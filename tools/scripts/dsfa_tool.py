@@ -9,6 +9,8 @@ the runtime's tests.
   artifact_tool.py truncate ART OUT BYTES        the first BYTES bytes
   artifact_tool.py flip ART OUT OFFSET           one byte flipped (negative: from the end)
   artifact_tool.py set-version ART OUT VERSION   another format version, checksum fixed
+  artifact_tool.py set-manifest ART OUT FILE     the manifest replaced by FILE's JSON (valid checksums)
+  artifact_tool.py set-kernels ART OUT FILE      the host kernels replaced by FILE's bytes (valid checksums)
 """
 import json
 import os
@@ -39,6 +41,20 @@ def sections(data):
 
 def manifest(data):
     return json.loads([b for k, b in sections(data) if k == 1][0])
+
+
+def rebuild(data, replace):
+    """The artifact with section kinds in `replace` given new bytes."""
+    version = struct.unpack_from("<I", data, 8)[0]
+    parts = [(k, replace.get(k, b)) for k, b in sections(data)]
+    header = bytearray(data[:8]) + struct.pack("<II", version, len(parts))
+    offset = len(header) + 32 * len(parts) + 8
+    body = b""
+    for kind, b in parts:
+        header += struct.pack("<IIQQQ", kind, 0, offset + len(body), len(b), fnv1a64(b))
+        body += b
+    header += struct.pack("<Q", fnv1a64(bytes(header)))
+    return bytes(header) + body
 
 
 def main():
@@ -86,6 +102,10 @@ def main():
         end = 16 + 32 * count
         struct.pack_into("<Q", b, end, fnv1a64(bytes(b[:end])))
         open(sys.argv[3], "wb").write(bytes(b))
+    elif cmd == "set-manifest":
+        open(sys.argv[3], "wb").write(rebuild(data, {1: open(sys.argv[4], "rb").read()}))
+    elif cmd == "set-kernels":
+        open(sys.argv[3], "wb").write(rebuild(data, {2: open(sys.argv[4], "rb").read()}))
     else:
         sys.exit("unknown command " + cmd)
 
