@@ -24,22 +24,6 @@ dsf.model @m attributes {family = "deepseek_v41", vocab_size = 16, hidden_size =
 
 // -----
 
-// An op not lowered yet fails with its name: V4's compressors for now.
-dsf.model @m attributes {family = "deepseek_v4", vocab_size = 16, hidden_size = 8, num_layers = 1, hc_mult = 1} {
-  dsf.weight @wkv : tensor<8x8xf32>
-  dsf.weight @wg : tensor<8x8xf32>
-  dsf.weight @ape : tensor<4x8xf32>
-  dsf.weight @n : tensor<8xf32>
-  func.func @forward(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
-    // expected-error @below {{failed to legalize operation 'dsf.compress'}}
-    %c = dsf.compress %x {kind = #dsf.compressor<pool>, ratio = 4 : i64, wkv = @wkv, wgate = @wg, ape = @ape,
-        norm = @n, eps = 1.0e-6 : f64} : tensor<?x8xf32> -> tensor<?x8xf32>
-    return %c : tensor<?x8xf32>
-  }
-}
-
-// -----
-
 // A constant weight whose stored type the CPU does not compute in (bf16 here:
 // every float weight is bound as f32) is named, not converted silently.
 dsf.model @m attributes {family = "deepseek_v41", vocab_size = 16, hidden_size = 2, num_layers = 1, hc_mult = 1} {

@@ -109,11 +109,10 @@ int main(int argc, char **argv) {
   std::map<std::string, std::string> metadata = file->metadata();
 
   if (!dequantize) {
-    auto selected = [&](const TensorView &t) {
-      return isFloating(t.dtype) && (only.empty() || fnmatch(only.c_str(), t.name.c_str(), 0) == 0);
-    };
+    auto matches = [&](const TensorView &t) { return only.empty() || fnmatch(only.c_str(), t.name.c_str(), 0) == 0; };
+    auto selected = [&](const TensorView &t) { return isFloating(t.dtype) && matches(t); };
     for (const TensorView &t : file->tensors())
-      if (selected(t) && file->find(t.name + ".scale"))
+      if (matches(t) && file->find(t.name + ".scale"))
         return fail(input + ": tensor '" + t.name + "' already has a '" + t.name +
                     ".scale' (a quantized file?)");
     size_t quantized = 0;
