@@ -120,7 +120,10 @@ LogicalResult LayerOp::verifyRegions() {
   std::string role = mode ? std::string(stringifyCsa2Mode(*mode))
                           : std::string(stringifyAttentionKind(kind));
 
-  if (producesKv && !writesKv)
+  // @replay (dsf-thread-state) reads restored global caches instead.
+  auto func = (*this)->getParentOfType<func::FuncOp>();
+  bool replaying = func && func->hasAttr("dsf.replay");
+  if (producesKv && !writesKv && !replaying)
     return prefix() << "a " << role << " layer computes its compressed KV (dsf.compress "
                                        "and a kv dsf.cache.write)";
   if (!producesKv && !compressors.empty())
@@ -207,10 +210,14 @@ LogicalResult verifyWeightUses(ModelOp model) {
 }
 
 /// Whether input `k` of `layer` is a continued sequence's prior cache: a
-/// function argument its body only appends to (dsf-thread-state).
+/// function argument its body only appends to, or any function argument in
+/// @replay, which reads restored caches (dsf-thread-state).
 bool isPriorCache(LayerOp layer, unsigned k) {
   if (!llvm::isa<BlockArgument>(layer.getInputs()[k]) || layer.getInputs()[k].getDefiningOp())
     return false;
+  // @replay reads a restored cache as it is.
+  if (auto func = layer->getParentOfType<func::FuncOp>(); func && func->hasAttr("dsf.replay"))
+    return true;
   BlockArgument arg = layer.getBodyBlock().getArgument(k);
   return !arg.use_empty() && llvm::all_of(arg.getUses(), [](OpOperand &use) {
     auto write = llvm::dyn_cast<CacheWriteOp>(use.getOwner());

@@ -183,7 +183,15 @@ def ThreadState : Pass<"dsf-thread-state", "::mlir::ModuleOp"> {
     "layers.4.kv", "layers.2.attn.compressor.carry"); every entry point of a
     model must name the same ones. Runs after the transforming passes: they
     see sequences as a whole.
+
+    With `replay` (the default) it also adds `@replay`: `@decode` that reads
+    the global caches and carries it is given without extending them. Run
+    over the last tokens of a sequence whose global KV came back from the
+    prefix cache, with empty windows, it rebuilds the windows.
   }];
+  let options = [
+    Option<"replay", "replay", "bool", "true", "Add @replay (window rebuild over restored global caches)">
+  ];
 }
 
 #endif // DSF_PASSES_TD

@@ -46,6 +46,7 @@ Value positionsOf(LayerOp layer) {
 }
 
 struct ThreadStatePass : impl::ThreadStateBase<ThreadStatePass> {
+  using Base::Base;
   LogicalResult threadEntry(func::FuncOp func, SmallVectorImpl<std::string> &names) {
     MLIRContext *ctx = func.getContext();
     bool continues = !func->hasAttr("dsf.prefill");
@@ -128,6 +129,32 @@ struct ThreadStatePass : impl::ThreadStateBase<ThreadStatePass> {
     return success();
   }
 
+  /// @replay: @decode without extending the global caches or the
+  /// compressors: given the caches and carries of a sequence of P tokens and
+  /// empty windows, run over tokens [s, P) it rebuilds the windows (exactly
+  /// when P - s >= W + (L-1)(W-1), approximately for fewer) — how a sequence
+  /// whose global KV was restored from the prefix cache gets its windows back.
+  LogicalResult addReplay(func::FuncOp decode) {
+    OpBuilder b(decode);
+    b.setInsertionPointAfter(decode);
+    auto replay = llvm::cast<func::FuncOp>(b.clone(*decode));
+    replay.setSymName("replay");
+    replay->setAttr("dsf.replay", UnitAttr::get(decode.getContext()));
+    for (LayerOp layer : layersOf(replay)) {
+      Block &body = layer.getBodyBlock();
+      for (Operation &op : llvm::make_early_inc_range(body)) {
+        if (auto c = llvm::dyn_cast<CacheWriteOp>(op); c && c.getPrior()) {
+          c.getCache().replaceAllUsesWith(c.getPrior());
+          c.erase();
+        } else if (auto k = llvm::dyn_cast<CompressOp>(op); k && k.getCarry()) {
+          k.getCarryOut().replaceAllUsesWith(k.getCarry());
+        }
+      }
+      eraseDeadOps(body);
+    }
+    return success();
+  }
+
   void runOnOperation() override {
     LogicalResult result = forEachModel(getOperation(), [&](ModelOp model) -> LogicalResult {
       std::optional<std::pair<func::FuncOp, SmallVector<std::string>>> reference;
@@ -148,6 +175,10 @@ struct ThreadStatePass : impl::ThreadStateBase<ThreadStatePass> {
                                     << "): a sequence could not pass from one to the other";
         }
       }
+      if (replay)
+        for (auto func : llvm::to_vector(model.getBody().front().getOps<func::FuncOp>()))
+          if (!func->hasAttr("dsf.prefill") && func.getSymName() == "decode" && failed(addReplay(func)))
+            return failure();
       return success();
     });
     if (failed(result))

@@ -78,6 +78,38 @@ ModelFacts mlir::dsf::collectModelFacts(ModelOp model) {
   });
   for (auto &[key, e] : plan)
     facts.cachePlan.push_back(e);
+  // The state slots: the names dsf-thread-state gave, the types the prefill
+  // entry point returns them as.
+  if (auto names = first->getAttrOfType<ArrayAttr>("dsf.state")) {
+    FunctionType type = first.getFunctionType();
+    for (auto [i, n] : llvm::enumerate(names)) {
+      ::dsf::rt::StateSlot slot;
+      slot.name = llvm::cast<StringAttr>(n).str();
+      Type t = type.getResult(1 + i);
+      QuantAttr format;
+      if (auto w = llvm::dyn_cast<WindowType>(t)) {
+        slot.kind = "window";
+        slot.width = w.getWidth();
+        slot.windowSize = w.getSize();
+        format = w.getFormat();
+      } else if (auto c = llvm::dyn_cast<CacheType>(t)) {
+        slot.kind = stringifyCacheKind(c.getKind()).str();
+        slot.width = c.getWidth();
+        slot.ratio = c.getRatio();
+        format = c.getFormat();
+      } else {
+        slot.kind = "carry";
+        slot.width = llvm::cast<RankedTensorType>(t).getShape().back();
+      }
+      if (format) {
+        slot.element = stringifyScalarFormat(format.getElement()).str();
+        slot.scale = stringifyScaleFormat(format.getScale()).str();
+        slot.block = format.getBlockCols();
+        slot.bf16Tail = format.getBf16Tail();
+      }
+      facts.state.push_back(slot);
+    }
+  }
   return facts;
 }
 

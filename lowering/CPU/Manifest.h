@@ -17,6 +17,7 @@ struct ModelFacts {
   int64_t vocabSize = 0;
   llvm::StringMap<::dsf::rt::WeightSpec> weights;
   std::vector<::dsf::rt::CachePlanEntry> cachePlan;
+  std::vector<::dsf::rt::StateSlot> state;   // after dsf-thread-state
 };
 ModelFacts collectModelFacts(ModelOp model);
 

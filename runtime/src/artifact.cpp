@@ -119,10 +119,15 @@ std::string manifestToJson(const Manifest &m) {
   for (const CachePlanEntry &c : m.cachePlan)
     plan.push_back({{"what", c.what}, {"ratio", c.ratio}, {"width", c.width}, {"format", c.format},
                     {"live", c.live}, {"idle", c.idle}, {"ttl_seconds", c.ttlSeconds}, {"layers", c.layers}});
+  json state = json::array();
+  for (const StateSlot &t : m.state)
+    state.push_back({{"name", t.name}, {"kind", t.kind}, {"ratio", t.ratio}, {"width", t.width},
+                     {"window_size", t.windowSize}, {"element", t.element}, {"scale", t.scale},
+                     {"block", t.block}, {"bf16_tail", t.bf16Tail}});
   json j = {{"model", m.model},           {"family", m.family},       {"target", m.target},
             {"vocab_size", m.vocabSize},  {"max_positions", m.maxPositions},
             {"prefill", m.prefillMode},   {"kv_quant", m.kvQuant},    {"entry_points", entries},
-            {"cache_plan", plan}};
+            {"cache_plan", plan},         {"state", state}};
   return j.dump(1);
 }
 
@@ -204,7 +209,43 @@ bool manifestFromJson(const std::string &text, Manifest &m, std::string &error) 
       return false;
     m.cachePlan.push_back(std::move(c));
   }
+  auto state = j.find("state");
+  if (state == j.end() || !state->is_array())
+    return r.fail("state", "expected an array");
+  for (size_t i = 0; i < state->size(); ++i) {
+    const json &js = (*state)[i];
+    std::string where = "state[" + std::to_string(i) + "]";
+    StateSlot t;
+    if (!js.is_object())
+      return r.fail(where, "expected an object");
+    if (!r.string(js, "name", where, t.name) || !r.string(js, "kind", where, t.kind) ||
+        !r.integer(js, "ratio", where, t.ratio) || !r.integer(js, "width", where, t.width) ||
+        !r.integer(js, "window_size", where, t.windowSize) || !r.string(js, "element", where, t.element) ||
+        !r.string(js, "scale", where, t.scale) || !r.integer(js, "block", where, t.block) ||
+        !r.integer(js, "bf16_tail", where, t.bf16Tail))
+      return false;
+    if (t.kind != "window" && t.kind != "kv" && t.kind != "index_keys" && t.kind != "carry")
+      return r.fail(where + ".kind", "expected window, kv, index_keys or carry, got '" + t.kind + "'");
+    if (t.width < 1 || (t.kind == "window" && t.windowSize < 1) ||
+        ((t.kind == "kv" || t.kind == "index_keys") && t.ratio < 1))
+      return r.fail(where, "expected a positive width, window size (windows) and ratio (caches)");
+    m.state.push_back(std::move(t));
+  }
+  // Every state an entry point takes or returns is described.
+  for (const EntryPoint &e : m.entryPoints)
+    for (const auto *list : {&e.inputs, &e.outputs})
+      for (const TensorSpec &t : *list)
+        if (t.name.rfind("state:", 0) == 0 && !m.slot(t.name.substr(6)))
+          return r.fail("state", "entry point '" + e.name + "' uses state '" + t.name.substr(6) +
+                                     "', which is not described");
   return true;
+}
+
+const StateSlot *Manifest::slot(const std::string &name) const {
+  for (const StateSlot &t : state)
+    if (t.name == name)
+      return &t;
+  return nullptr;
 }
 
 namespace {

@@ -158,8 +158,15 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
     error = "entry point '" + entryName + "' continues a sequence, but the sequence is empty (prefill it first)";
     return false;
   }
-  int64_t start = continuing ? sequence.length : 0;
+  // "replay" recomputes the windows over the sequence's last tokens (its
+  // global caches and carries already cover them): it does not lengthen it.
+  bool replaying = entryName == "replay";
   int64_t n = int64_t(ids.size());
+  if (replaying && n > sequence.length) {
+    error = "replay of " + std::to_string(n) + " tokens over a sequence of " + std::to_string(sequence.length);
+    return false;
+  }
+  int64_t start = replaying ? sequence.length - n : continuing ? sequence.length : 0;
   if (start + n > m.maxPositions) {
     error = "the sequence has " + std::to_string(start + n) + " tokens, more than the model's " +
             std::to_string(m.maxPositions) + " positions";
@@ -264,7 +271,7 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
   }
   release();
   sequence.state = std::move(next);
-  sequence.length = start + n;
+  sequence.length = start + n;   // replay: unchanged
   return true;
 }
 

@@ -88,6 +88,14 @@ int error(const Twine &msg) {
 /// Lowers the (single) model in `module` for the host and writes the artifact.
 int compileArtifact(mlir::ModuleOp module, const dsf::ModelConfig &config,
                     const mlir::dsf::PipelineOptions &pipelineOptions) {
+  // First the state a sequence keeps between calls (and @replay): the
+  // manifest describes its slots.
+  mlir::PassManager threading(module.getContext());
+  if (failed(mlir::applyPassManagerCLOptions(threading)) ||
+      failed(mlir::parsePassPipeline("dsf-thread-state", threading)))
+    return error("bad pass-manager options");
+  if (failed(threading.run(module)))
+    return error("threading the sequence state failed (diagnostics above)");
   auto models = module.getBody()->getOps<mlir::dsf::ModelOp>();
   mlir::dsf::ModelFacts facts = mlir::dsf::collectModelFacts(*models.begin());
   ::dsf::rt::Manifest manifest;
@@ -99,12 +107,13 @@ int compileArtifact(mlir::ModuleOp module, const dsf::ModelConfig &config,
   manifest.prefillMode = pipelineOptions.prefill;
   manifest.kvQuant = pipelineOptions.kvQuant;
   manifest.cachePlan = facts.cachePlan;
+  manifest.state = facts.state;
 
   mlir::MLIRContext *context = module.getContext();
   errs() << "dsf-compile: lowering " << facts.model << " for the CPU\n";
   mlir::PassManager toLinalg(context);
   if (failed(mlir::applyPassManagerCLOptions(toLinalg)) ||
-      failed(mlir::parsePassPipeline("dsf-thread-state,dsf-to-linalg", toLinalg)))
+      failed(mlir::parsePassPipeline("dsf-to-linalg", toLinalg)))
     return error("bad pass-manager options");
   if (failed(toLinalg.run(module)))
     return error("lowering to linalg failed (diagnostics above)");

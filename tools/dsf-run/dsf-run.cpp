@@ -19,6 +19,8 @@
 //===----------------------------------------------------------------------===//
 #include "dsf/artifact.h"
 #include "dsf/host_model.h"
+#include "dsf/kv_tiers.h"
+#include "dsf/serving.h"
 #include "dsf/safetensors.h"
 #include "dsf/weights.h"
 
@@ -30,6 +32,7 @@
 #include <cstring>
 #include <cctype>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <numeric>
 #include <random>
@@ -144,9 +147,121 @@ struct Progress {
 };
 } // namespace
 
+/// Requests over the cache tiers: one (--prompt-ids) or one a line of stdin
+/// (--multi-turn), each the whole prompt; the session's state goes to the
+/// host pool between them, blocks of global KV to --cache-dir.
+int serve(const Artifact &artifact, const WeightSource &weights, const HostModel &model, std::vector<int32_t> prompt,
+          bool multiTurn, const std::string &session, const std::string &cacheDir, long long cacheBlock,
+          long long cacheMaxBytes, long long cacheTtl, long long windowTtl, long long poolMaxBytes, bool exactReplay,
+          long long maxNew, double temperature, double topP, long long seed, bool printStats,
+          const std::string &statsJson, const std::string &dumpPath, const std::string &artifactPath) {
+  const Manifest &m = model.manifest();
+  std::string error;
+  std::unique_ptr<PrefixStore> store;
+  if (!cacheDir.empty()) {
+    PrefixStore::Options o;
+    o.dir = cacheDir;
+    // 64 tokens, rounded up to a multiple of every compression ratio.
+    int64_t block = cacheBlock;
+    if (block == 0) {
+      block = 64;
+      for (const StateSlot &slot : m.state)
+        if (slot.ratio > 1 && block % slot.ratio)
+          block = (block / slot.ratio + 1) * slot.ratio;
+    }
+    o.blockTokens = block;
+    o.maxBytes = cacheMaxBytes;
+    o.ttlSeconds = cacheTtl;
+    store = PrefixStore::open(o, m, modelHash(artifact, weights), error);
+    if (!store)
+      return fail(error);
+  }
+  HostPool pool(m, HostPool::Options{windowTtl, poolMaxBytes});
+  ServeOptions options;
+  options.store = store.get();
+  options.pool = &pool;
+  options.exactReplay = exactReplay;
+  Server server(model, options);
+  std::mt19937_64 rng(static_cast<uint64_t>(seed));
+  auto picker = [&](const float *row) { return pick(row, m.vocabSize, temperature, topP, rng); };
+  std::vector<std::string> statsLines;
+  std::vector<float> rows;
+  std::vector<int32_t> positions, lastIds;
+  std::string line;
+  int request = 0;
+  while (true) {
+    std::vector<int32_t> ids;
+    if (multiTurn) {
+      if (!std::getline(std::cin, line))
+        break;
+      while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back())))
+        line.pop_back();
+      if (line.empty())
+        continue;
+      if (!parseIds(line, ids, error))
+        return fail("stdin line " + std::to_string(request + 1) + ": " + error);
+    } else {
+      if (request > 0)
+        break;
+      ids = prompt;
+    }
+    if (int64_t(ids.size()) + maxNew > m.maxPositions)
+      return fail("request " + std::to_string(request + 1) + ": prompt (" + std::to_string(ids.size()) +
+                  " tokens) + --max-new-tokens (" + std::to_string(maxNew) + ") exceeds the model's " +
+                  std::to_string(m.maxPositions) + " positions");
+    std::vector<int32_t> generated;
+    RequestStats st;
+    rows.clear();
+    positions.clear();
+    if (!server.request(session, ids, maxNew, picker, generated, st, error, dumpPath.empty() ? nullptr : &rows,
+                        &positions))
+      return fail("request " + std::to_string(request + 1) + ": " + error);
+    for (const std::string &w : st.warnings)
+      std::fprintf(stderr, "dsf-run: warning: %s\n", w.c_str());
+    if (printStats)
+      std::fprintf(stderr, "dsf-run: stats: request %d: %s\n", request + 1, st.line().c_str());
+    statsLines.push_back(st.json());
+    for (size_t i = 0; i < generated.size(); ++i)
+      std::printf("%s%d", i ? "," : "", generated[i]);
+    std::printf("\n");
+    std::fflush(stdout);
+    lastIds = ids;
+    ++request;
+  }
+  if (!statsJson.empty()) {
+    std::string text = "[\n";
+    for (size_t i = 0; i < statsLines.size(); ++i)
+      text += " " + statsLines[i] + (i + 1 < statsLines.size() ? ",\n" : "\n");
+    text += "]\n";
+    std::ofstream out(statsJson);
+    if (!(out << text))
+      return fail("--stats-json: cannot write " + statsJson);
+  }
+  // --dump-logits: the last request's rows.
+  if (!dumpPath.empty()) {
+    int64_t count = int64_t(positions.size());
+    OwnedTensor l{"logits", DType::F32, {count, m.vocabSize}, {}};
+    l.data.resize(rows.size() * 4);
+    std::memcpy(l.data.data(), rows.data(), l.data.size());
+    std::vector<int32_t> all = lastIds;
+    OwnedTensor in{"input_ids", DType::I32, {int64_t(all.size())}, {}};
+    in.data.resize(all.size() * 4);
+    std::memcpy(in.data.data(), all.data(), in.data.size());
+    OwnedTensor pos{"positions", DType::I32, {count}, {}};
+    pos.data.resize(size_t(count) * 4);
+    std::memcpy(pos.data.data(), positions.data(), pos.data.size());
+    if (!writeSafetensors(dumpPath, {in, pos, l}, {{"model", m.model}, {"artifact", artifactPath}}, error))
+      return fail(error);
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   std::string artifactPath, weightsPath, promptText, dumpPath, thenText, error;
   long long maxNew = 0, seed = 0, chunk = 1;
+  std::string cacheDir, session, statsJson, replay = "approx";
+  long long cacheBlock = 0, cacheMaxBytes = 0, cacheTtl = 4 * 3600, windowTtl = 300, poolMaxBytes = 1ll << 32;
+  bool multiTurn = false, stats = false;
   double temperature = 0, topP = 1;
   bool timing = false;
   for (int i = 1; i < argc; ++i) {
@@ -181,6 +296,37 @@ int main(int argc, char **argv) {
     } else if (a == "--chunk") {
       if (!value(v) || !parseInt(v, chunk) || chunk < 1)
         return fail("--chunk needs a count >= 1");
+    } else if (a == "--cache-dir") {
+      if (!value(cacheDir))
+        return fail("--cache-dir needs a directory");
+    } else if (a == "--session") {
+      if (!value(session) || session.empty())
+        return fail("--session needs an id");
+    } else if (a == "--multi-turn") {
+      multiTurn = true;
+    } else if (a == "--stats") {
+      stats = true;
+    } else if (a == "--stats-json") {
+      if (!value(statsJson))
+        return fail("--stats-json needs a file name");
+    } else if (a == "--replay") {
+      if (!value(replay) || (replay != "approx" && replay != "exact"))
+        return fail("--replay needs approx or exact");
+    } else if (a == "--cache-block") {
+      if (!value(v) || !parseInt(v, cacheBlock) || cacheBlock < 1)
+        return fail("--cache-block needs a token count >= 1");
+    } else if (a == "--cache-max-bytes") {
+      if (!value(v) || !parseInt(v, cacheMaxBytes) || cacheMaxBytes < 0)
+        return fail("--cache-max-bytes needs a byte count >= 0 (0: unbounded)");
+    } else if (a == "--cache-ttl") {
+      if (!value(v) || !parseInt(v, cacheTtl) || cacheTtl < 0)
+        return fail("--cache-ttl needs seconds >= 0 (0: none)");
+    } else if (a == "--window-ttl") {
+      if (!value(v) || !parseInt(v, windowTtl) || windowTtl < 0)
+        return fail("--window-ttl needs seconds >= 0");
+    } else if (a == "--pool-max-bytes") {
+      if (!value(v) || !parseInt(v, poolMaxBytes) || poolMaxBytes < 0)
+        return fail("--pool-max-bytes needs a byte count >= 0");
     } else if (a == "--seed") {
       if (!value(v) || !parseInt(v, seed))
         return fail("--seed needs an integer");
@@ -199,17 +345,22 @@ int main(int argc, char **argv) {
       return fail("more than one artifact given ('" + artifactPath + "', '" + a + "')");
     }
   }
-  if (artifactPath.empty() || weightsPath.empty() || promptText.empty()) {
+  if (artifactPath.empty() || weightsPath.empty() || (promptText.empty() && !multiTurn)) {
     usage();
-    return fail("an artifact, --weights and --prompt-ids are required");
+    return fail("an artifact, --weights and --prompt-ids (or --multi-turn) are required");
   }
+  bool serving = multiTurn || !cacheDir.empty() || !session.empty();
+  if (serving && !thenText.empty())
+    return fail("--then-ids does not combine with --cache-dir, --session or --multi-turn (send the whole prompt)");
+  if (multiTurn && !promptText.empty())
+    return fail("--multi-turn reads its prompts from stdin, one a line; --prompt-ids does not combine with it");
   // @FILE: the list from a file (long prompts).
-  if (!readIdsFile(promptText, error))
+  if (!promptText.empty() && !readIdsFile(promptText, error))
     return fail("--prompt-ids: " + error);
   if (!thenText.empty() && !readIdsFile(thenText, error))
     return fail("--then-ids: " + error);
   std::vector<int32_t> ids, thenIds;
-  if (!parseIds(promptText, ids, error))
+  if (!promptText.empty() && !parseIds(promptText, ids, error))
     return fail("--prompt-ids: " + error);
   if (!thenText.empty() && !parseIds(thenText, thenIds, error))
     return fail("--then-ids: " + error);
@@ -226,6 +377,10 @@ int main(int argc, char **argv) {
     return fail(error);
   progress.done("loaded the model and its weights");
   const Manifest &m = model->manifest();
+  if (serving)
+    return serve(*artifact, *weights, *model, multiTurn ? std::vector<int32_t>() : ids, multiTurn, session, cacheDir,
+                 cacheBlock, cacheMaxBytes, cacheTtl, windowTtl, poolMaxBytes, replay == "exact", maxNew,
+                 temperature, topP, seed, stats, statsJson, dumpPath, artifactPath);
   if (int64_t(ids.size() + thenIds.size()) + maxNew > m.maxPositions)
     return fail("prompt (" + std::to_string(ids.size()) + " tokens)" +
                 (thenIds.empty() ? std::string() : " + --then-ids (" + std::to_string(thenIds.size()) + ")") +

@@ -83,6 +83,21 @@ struct CachePlanEntry {
   int64_t layers = 0;   // how many layers hold one
 };
 
+/// One piece of a sequence's state ("state:NAME" in the entry points): a
+/// window (its retained rows), a global cache ("kv", "index_keys": all its
+/// entries) or a compressor's carried input rows ("carry"). `element`,
+/// `scale`, `block` and `bf16Tail` give the format its values are exact in
+/// ("f32" element: plain), which is how the cache tiers store them.
+struct StateSlot {
+  std::string name;
+  std::string kind;   // window, kv, index_keys, carry
+  int64_t ratio = 0;  // caches: tokens per entry
+  int64_t width = 0;
+  int64_t windowSize = 0;  // windows: W (they keep W - 1 rows)
+  std::string element = "f32", scale = "none";
+  int64_t block = 0, bf16Tail = 0;
+};
+
 struct Manifest {
   std::string model;
   std::string family;
@@ -93,8 +108,10 @@ struct Manifest {
   bool kvQuant = true;
   std::vector<EntryPoint> entryPoints;
   std::vector<CachePlanEntry> cachePlan;
+  std::vector<StateSlot> state;
 
   const EntryPoint *entry(const std::string &name) const;
+  const StateSlot *slot(const std::string &name) const;
 };
 
 std::string manifestToJson(const Manifest &manifest);

@@ -62,7 +62,9 @@ public:
   /// point that takes state ("decode") continues the sequence at position
   /// sequence.length and needs its state; one that does not ("prefill")
   /// starts it afresh. Either way the sequence then holds the state the call
-  /// returned. On failure the sequence is unchanged.
+  /// returned. On failure the sequence is unchanged. "replay" takes the
+  /// sequence's last ids.size() tokens again: with the global caches and
+  /// carries of the whole sequence and empty windows, it rebuilds the windows.
   bool run(const std::string &entry, const std::vector<int32_t> &ids, Sequence &sequence,
            std::vector<float> &logits, int64_t &firstRow, std::string &error) const;
 

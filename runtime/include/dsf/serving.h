@@ -1,0 +1,63 @@
+//===- serving.h - requests over the cache tiers ----------------------------===//
+//
+// One request: a prompt (the whole conversation an agent resends) and the
+// tokens to generate. The server looks up the longest prefix it holds — the
+// session's state in the host pool (windows included), else the global KV
+// of whole blocks in the prefix store, whose windows it then rebuilds by
+// replaying the last W tokens (approximate) or W + (L-1)(W-1) (exact) —
+// and computes only the rest, in block-aligned pieces so that each block's
+// state is persisted as it completes.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DSF_RUNTIME_SERVING_H
+#define DSF_RUNTIME_SERVING_H
+
+#include "dsf/host_model.h"
+#include "dsf/kv_tiers.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace dsf::rt {
+
+struct RequestStats {
+  std::string session;
+  int64_t promptTokens = 0, generatedTokens = 0;
+  int64_t hostTokens = 0;       // prefix taken from the host pool (windows included)
+  int64_t ssdTokens = 0;        // prefix whose global KV came from the prefix store
+  int64_t replayTokens = 0;     // tokens replayed to rebuild the windows
+  int64_t computedTokens = 0;   // prompt tokens run through prefill / decode
+  int64_t hostBytesRead = 0, hostBytesWritten = 0, ssdBytesRead = 0, ssdBytesWritten = 0, blocksWritten = 0;
+  double firstTokenSeconds = 0, seconds = 0, savedSeconds = 0;
+  std::vector<std::string> warnings;
+  std::string json() const;
+  std::string line() const;
+};
+
+struct ServeOptions {
+  PrefixStore *store = nullptr;
+  HostPool *pool = nullptr;
+  bool exactReplay = false;
+};
+
+class Server {
+public:
+  Server(const HostModel &model, ServeOptions options) : model_(model), options_(options) {}
+
+  /// Runs a request. `pick` chooses the next token from a logits row.
+  /// `rows` / `rowPositions` (optional) receive every logits row computed.
+  bool request(const std::string &session, const std::vector<int32_t> &ids, int64_t maxNew,
+               const std::function<int32_t(const float *)> &pick, std::vector<int32_t> &generated,
+               RequestStats &stats, std::string &error, std::vector<float> *rows = nullptr,
+               std::vector<int32_t> *rowPositions = nullptr);
+
+private:
+  const HostModel &model_;
+  ServeOptions options_;
+  double secondsPerToken_ = 0;   // measured cold compute rate, for the time-saved estimate
+};
+
+} // namespace dsf::rt
+
+#endif // DSF_RUNTIME_SERVING_H

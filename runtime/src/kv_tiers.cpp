@@ -1,0 +1,484 @@
+//===- kv_tiers.cpp - where a sequence's state waits between requests -------===//
+#include "dsf/kv_tiers.h"
+#include "dsf/codecs.h"
+#include "file_io.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <ctime>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace dsf::rt {
+
+namespace {
+constexpr char kRecordMagic[8] = {'D', 'S', 'F', 'K', 'V', 'B', 'L', 'K'};
+constexpr uint32_t kRecordVersion = 1;
+constexpr size_t kRecordHeader = 72;   // 64 bytes of fields + their checksum
+constexpr const char *kRecordSuffix = ".kvb";
+
+enum Encoding : uint8_t { F32 = 0, FP8 = 1, MXFP4 = 2, NVFP4 = 3 };
+
+void put(std::string &s, const void *p, size_t n) { s.append(static_cast<const char *>(p), n); }
+template <typename T> void putValue(std::string &s, T v) { put(s, &v, sizeof v); }
+template <typename T> bool getValue(const std::string &s, size_t &at, T &v) {
+  if (at + sizeof v > s.size())
+    return false;
+  std::memcpy(&v, s.data() + at, sizeof v);
+  at += sizeof v;
+  return true;
+}
+
+uint64_t mix(uint64_t h, const void *data, size_t n) {
+  auto *p = static_cast<const uint8_t *>(data);
+  for (size_t i = 0; i < n; ++i)
+    h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+
+std::string hex(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+int64_t nowSeconds() { return int64_t(std::time(nullptr)); }
+
+/// The row format a slot's values are exact in, if the codecs have it.
+bool rowFormatOf(const StateSlot &slot, RowFormat &f) {
+  if (slot.bf16Tail != 0)
+    return false;
+  if (slot.element == "e4m3" && slot.scale == "ue8m0" && slot.block == 32)
+    f = RowFormat::FP8;
+  else if (slot.element == "e2m1" && slot.scale == "ue8m0" && slot.block == 32)
+    f = RowFormat::MXFP4;
+  else if (slot.element == "e2m1" && slot.scale == "e4m3" && slot.block == 16)
+    f = RowFormat::NVFP4;
+  else
+    return false;
+  return slot.width % slot.block == 0;
+}
+} // namespace
+
+uint64_t modelHash(const Artifact &artifact, const WeightSource &weights) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (SectionKind kind : {SectionKind::Manifest, SectionKind::HostKernels})
+    if (const std::string *s = artifact.section(kind))
+      h = mix(h, s->data(), s->size());
+  for (const auto &[name, t] : weights.tensors()) {
+    h = mix(h, name.data(), name.size());
+    h = mix(h, &t->dtype, sizeof t->dtype);
+    h = mix(h, t->shape.data(), t->shape.size() * sizeof(int64_t));
+    size_t sample = std::min<size_t>(4096, t->bytes);
+    h = mix(h, t->data, sample);
+    h = mix(h, t->data + (t->bytes - sample) / 2, sample);
+    h = mix(h, t->data + t->bytes - sample, sample);
+  }
+  return h;
+}
+
+std::string packState(const StateSlot &slot, const StateTensor &t) {
+  std::string out;
+  RowFormat f;
+  std::string codes, scales;
+  bool packed = false;
+  if (rowFormatOf(slot, f) && t.width == slot.width && t.rows > 0) {
+    codes.resize(size_t(t.rows * codeBytes(f, t.width)));
+    scales.resize(size_t(t.rows * (t.width / blockOf(f))));
+    quantizeRows(t.values.data(), t.rows, t.width, f, reinterpret_cast<uint8_t *>(codes.data()),
+                 reinterpret_cast<uint8_t *>(scales.data()));
+    // Lossless or not at all: the values must come back bit for bit.
+    std::vector<float> back(t.values.size());
+    dequantizeRows(reinterpret_cast<const uint8_t *>(codes.data()), reinterpret_cast<const uint8_t *>(scales.data()),
+                   t.rows, t.width, f, back.data());
+    packed = std::memcmp(back.data(), t.values.data(), back.size() * sizeof(float)) == 0;
+  }
+  Encoding e = !packed ? F32 : f == RowFormat::FP8 ? FP8 : f == RowFormat::MXFP4 ? MXFP4 : NVFP4;
+  putValue<uint8_t>(out, e);
+  putValue<int64_t>(out, t.rows);
+  putValue<int64_t>(out, t.width);
+  if (packed) {
+    put(out, codes.data(), codes.size());
+    put(out, scales.data(), scales.size());
+  } else {
+    put(out, t.values.data(), t.values.size() * sizeof(float));
+  }
+  return out;
+}
+
+bool unpackState(const StateSlot &slot, const std::string &bytes, size_t &at, StateTensor &t, std::string &error) {
+  uint8_t e;
+  if (!getValue(bytes, at, e) || !getValue(bytes, at, t.rows) || !getValue(bytes, at, t.width) || e > NVFP4 ||
+      t.rows < 0 || t.width != slot.width || t.rows > (int64_t(1) << 32)) {
+    error = "state '" + slot.name + "': bad tensor header";
+    return false;
+  }
+  t.values.assign(size_t(t.rows * t.width), 0.0f);
+  if (e == F32) {
+    size_t n = t.values.size() * sizeof(float);
+    if (at + n > bytes.size()) {
+      error = "state '" + slot.name + "': truncated";
+      return false;
+    }
+    std::memcpy(t.values.data(), bytes.data() + at, n);
+    at += n;
+    return true;
+  }
+  RowFormat f = e == FP8 ? RowFormat::FP8 : e == MXFP4 ? RowFormat::MXFP4 : RowFormat::NVFP4;
+  RowFormat expected;
+  if (!rowFormatOf(slot, expected) || expected != f) {
+    error = "state '" + slot.name + "': stored in another format than the model's";
+    return false;
+  }
+  size_t codes = size_t(t.rows * codeBytes(f, t.width)), scales = size_t(t.rows * (t.width / blockOf(f)));
+  if (at + codes + scales > bytes.size()) {
+    error = "state '" + slot.name + "': truncated";
+    return false;
+  }
+  dequantizeRows(reinterpret_cast<const uint8_t *>(bytes.data() + at),
+                 reinterpret_cast<const uint8_t *>(bytes.data() + at + codes), t.rows, t.width, f, t.values.data());
+  at += codes + scales;
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// PrefixStore
+//===----------------------------------------------------------------------===//
+
+std::unique_ptr<PrefixStore> PrefixStore::open(const Options &options, const Manifest &manifest, uint64_t modelHash,
+                                               std::string &error) {
+  if (options.blockTokens < 1) {
+    error = "the prefix cache's block must hold at least one token";
+    return nullptr;
+  }
+  // A block must end every compressed group it starts, so that its records
+  // hold whole entries and the carries at its end are the only open rows.
+  for (const StateSlot &s : manifest.state)
+    if (s.ratio > 1 && options.blockTokens % s.ratio) {
+      error = "the prefix cache's block (" + std::to_string(options.blockTokens) +
+              " tokens) is not a multiple of the ratio " + std::to_string(s.ratio) + " of state '" + s.name + "'";
+      return nullptr;
+    }
+  if (::mkdir(options.dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    error = options.dir + ": cannot create the prefix cache directory: " + std::strerror(errno);
+    return nullptr;
+  }
+  DIR *d = ::opendir(options.dir.c_str());
+  if (!d) {
+    error = options.dir + ": cannot read the prefix cache directory: " + std::strerror(errno);
+    return nullptr;
+  }
+  auto store = std::unique_ptr<PrefixStore>(new PrefixStore());
+  store->options_ = options;
+  store->manifest_ = &manifest;
+  store->modelHash_ = modelHash;
+  while (dirent *e = ::readdir(d)) {
+    std::string name = e->d_name, path = options.dir + "/" + name;
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+      continue;
+    // A temporary file of a process that is gone (killed while writing).
+    size_t tmp = name.find(".tmp.");
+    if (tmp != std::string::npos) {
+      long pid = std::strtol(name.c_str() + tmp + 5, nullptr, 10);
+      if (pid > 0 && ::kill(pid_t(pid), 0) != 0 && errno == ESRCH)
+        ::unlink(path.c_str());
+      continue;
+    }
+    if (name.size() > 4 && name.compare(name.size() - 4, 4, kRecordSuffix) == 0)
+      store->index_[name] = {int64_t(st.st_size), int64_t(st.st_mtime)};
+  }
+  ::closedir(d);
+  return store;
+}
+
+std::string PrefixStore::recordPath(uint64_t hash) const { return options_.dir + "/" + hex(hash) + kRecordSuffix; }
+
+std::vector<uint64_t> PrefixStore::chain(const std::vector<int32_t> &ids, int64_t blocks) const {
+  std::vector<uint64_t> hashes;
+  uint64_t h = modelHash_;
+  for (int64_t k = 0; k < blocks; ++k) {
+    h = mix(h ^ 0x9e3779b97f4a7c15ull, ids.data() + k * options_.blockTokens, size_t(options_.blockTokens) * 4);
+    hashes.push_back(h);
+  }
+  return hashes;
+}
+
+int64_t PrefixStore::bytes() const {
+  int64_t total = 0;
+  for (const auto &[name, e] : index_)
+    total += e.bytes;
+  return total;
+}
+
+int64_t PrefixStore::restore(const std::vector<int32_t> &ids, int64_t maxTokens, Sequence &sequence, int64_t &bytes,
+                             std::vector<std::string> &warnings) {
+  int64_t B = options_.blockTokens, blocks = std::min<int64_t>(maxTokens, int64_t(ids.size())) / B;
+  std::vector<uint64_t> hashes = chain(ids, blocks);
+  std::map<std::string, StateTensor> state;
+  for (const StateSlot &s : manifest_->state)
+    state[s.name] = StateTensor{0, s.width, {}};
+  int64_t found = 0;
+  std::vector<std::string> used;
+  for (int64_t k = 0; k < blocks; ++k) {
+    std::string path = recordPath(hashes[size_t(k)]), name = hex(hashes[size_t(k)]) + kRecordSuffix;
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0)
+      break;
+    auto reject = [&](const std::string &why) {
+      warnings.push_back(path + ": " + why + "; not used (recomputed)");
+      ::unlink(path.c_str());
+      index_.erase(name);
+    };
+    if (options_.ttlSeconds > 0 && nowSeconds() - int64_t(st.st_mtime) > options_.ttlSeconds) {
+      ::unlink(path.c_str());   // expired: a miss, not a fault
+      index_.erase(name);
+      break;
+    }
+    std::string data, error;
+    if (!readWholeFile(path, data, error)) {
+      warnings.push_back(error);
+      break;
+    }
+    // Header: magic, version, model, chain hashes, block, sizes, checksums.
+    uint32_t version = 0, reserved = 0, blockIndex = 0, blockTokens = 0;
+    uint64_t model = 0, hash = 0, parent = 0, payloadBytes = 0, payloadSum = 0, headerSum = 0;
+    size_t at = 8;
+    if (data.size() < kRecordHeader || std::memcmp(data.data(), kRecordMagic, 8) != 0) {
+      reject("not a prefix-cache record (bad magic or truncated header)");
+      break;
+    }
+    getValue(data, at, version);
+    getValue(data, at, reserved);
+    getValue(data, at, model);
+    getValue(data, at, hash);
+    getValue(data, at, parent);
+    getValue(data, at, blockIndex);
+    getValue(data, at, blockTokens);
+    getValue(data, at, payloadBytes);
+    getValue(data, at, payloadSum);
+    getValue(data, at, headerSum);
+    if (headerSum != mix(0xcbf29ce484222325ull, data.data(), 64)) {
+      reject("header checksum mismatch (corrupted)");
+      break;
+    }
+    if (version != kRecordVersion) {
+      reject("record format version " + std::to_string(version) + ", this runtime reads " +
+             std::to_string(kRecordVersion));
+      break;
+    }
+    if (model != modelHash_ || hash != hashes[size_t(k)] || parent != (k ? hashes[size_t(k - 1)] : modelHash_) ||
+        blockIndex != uint32_t(k + 1) || blockTokens != uint32_t(B)) {
+      reject("a record of another model or prefix");
+      break;
+    }
+    if (data.size() != kRecordHeader + payloadBytes) {
+      reject("truncated (" + std::to_string(data.size()) + " bytes, expected " +
+             std::to_string(kRecordHeader + payloadBytes) + ")");
+      break;
+    }
+    if (payloadSum != mix(0xcbf29ce484222325ull, data.data() + kRecordHeader, payloadBytes)) {
+      reject("payload checksum mismatch (corrupted)");
+      break;
+    }
+    if (std::memcmp(data.data() + kRecordHeader, ids.data() + k * B, size_t(B) * 4) != 0) {
+      reject("holds other tokens (a hash collision)");
+      break;
+    }
+    at = kRecordHeader + size_t(B) * 4;
+    uint32_t count = 0;
+    getValue(data, at, count);
+    std::map<std::string, StateTensor> delta;
+    bool ok = count == manifest_->state.size();
+    std::string why = ok ? "" : "holds another set of state slots";
+    for (uint32_t i = 0; ok && i < count; ++i) {
+      const StateSlot &slot = manifest_->state[i];
+      if (slot.kind == "window")
+        continue;
+      StateTensor t;
+      ok = unpackState(slot, data, at, t, why);
+      delta[slot.name] = std::move(t);
+    }
+    if (!ok) {
+      reject(why);
+      break;
+    }
+    for (auto &[slotName, t] : delta) {
+      const StateSlot *slot = manifest_->slot(slotName);
+      StateTensor &acc = state[slotName];
+      if (slot->kind == "carry") {
+        acc = std::move(t);
+      } else {
+        acc.values.insert(acc.values.end(), t.values.begin(), t.values.end());
+        acc.rows += t.rows;
+      }
+    }
+    bytes += int64_t(data.size());
+    used.push_back(path);
+    found = k + 1;
+  }
+  if (found == 0)
+    return 0;
+  // The caches of a prefix of P tokens hold P div ratio entries each.
+  for (const StateSlot &s : manifest_->state)
+    if ((s.kind == "kv" || s.kind == "index_keys") && state[s.name].rows != found * B / s.ratio) {
+      warnings.push_back(options_.dir + ": records of cache '" + s.name + "' do not add up; not used");
+      return 0;
+    }
+  // Recently used: LRU order survives restarts through the files' mtimes.
+  for (const std::string &path : used) {
+    ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
+    std::string name = path.substr(path.rfind('/') + 1);
+    if (index_.count(name))
+      index_[name].lastUse = nowSeconds();
+  }
+  sequence.state = std::move(state);
+  sequence.length = found * B;
+  return found * B;
+}
+
+int64_t PrefixStore::persist(const std::vector<int32_t> &ids, const Sequence &sequence,
+                             std::vector<std::string> &warnings) {
+  int64_t B = options_.blockTokens, end = sequence.length;
+  if (!writable_ || end % B || end == 0 || int64_t(ids.size()) < end)
+    return 0;
+  int64_t k = end / B;
+  std::vector<uint64_t> hashes = chain(ids, k);
+  std::string path = recordPath(hashes.back()), name = hex(hashes.back()) + kRecordSuffix;
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0)
+    return 0;   // there already (a bad one is removed when read, then rewritten)
+  std::string payload;
+  put(payload, ids.data() + (k - 1) * B, size_t(B) * 4);
+  putValue<uint32_t>(payload, uint32_t(manifest_->state.size()));
+  for (const StateSlot &slot : manifest_->state) {
+    if (slot.kind == "window")
+      continue;
+    auto it = sequence.state.find(slot.name);
+    if (it == sequence.state.end())
+      return 0;
+    const StateTensor &t = it->second;
+    if (slot.kind == "carry") {
+      payload += packState(slot, t);
+      continue;
+    }
+    // What this block added: entries [(k-1)B / r, kB / r).
+    int64_t from = (k - 1) * B / slot.ratio, to = k * B / slot.ratio;
+    if (t.rows != to) {
+      warnings.push_back("state '" + slot.name + "' has " + std::to_string(t.rows) + " entries at " +
+                         std::to_string(end) + " tokens, expected " + std::to_string(to) + "; not persisted");
+      return 0;
+    }
+    StateTensor part{to - from, t.width, {}};
+    part.values.assign(t.values.begin() + from * t.width, t.values.begin() + to * t.width);
+    payload += packState(slot, part);
+  }
+  std::string header(kRecordMagic, 8);
+  putValue<uint32_t>(header, kRecordVersion);
+  putValue<uint32_t>(header, 0);
+  putValue<uint64_t>(header, modelHash_);
+  putValue<uint64_t>(header, hashes.back());
+  putValue<uint64_t>(header, k > 1 ? hashes[size_t(k - 2)] : modelHash_);
+  putValue<uint32_t>(header, uint32_t(k));
+  putValue<uint32_t>(header, uint32_t(B));
+  putValue<uint64_t>(header, uint64_t(payload.size()));
+  putValue<uint64_t>(header, mix(0xcbf29ce484222325ull, payload.data(), payload.size()));
+  putValue<uint64_t>(header, mix(0xcbf29ce484222325ull, header.data(), 64));
+  std::string error;
+  if (!writeFileAtomically(path, {{header.data(), header.size()}, {payload.data(), payload.size()}}, error)) {
+    warnings.push_back(error + "; the prefix cache stops persisting (results are unaffected)");
+    writable_ = false;
+    return 0;
+  }
+  int64_t written = int64_t(header.size() + payload.size());
+  index_[name] = {written, nowSeconds()};
+  evict(warnings);
+  return written;
+}
+
+void PrefixStore::evict(std::vector<std::string> &warnings) {
+  if (options_.maxBytes <= 0)
+    return;
+  int64_t total = bytes();
+  while (total > options_.maxBytes && !index_.empty()) {
+    auto oldest = std::min_element(index_.begin(), index_.end(), [](const auto &a, const auto &b) {
+      return a.second.lastUse < b.second.lastUse;
+    });
+    ::unlink((options_.dir + "/" + oldest->first).c_str());
+    total -= oldest->second.bytes;
+    index_.erase(oldest);
+  }
+  (void)warnings;
+}
+
+//===----------------------------------------------------------------------===//
+// HostPool
+//===----------------------------------------------------------------------===//
+
+int64_t HostPool::put(const std::string &session, const std::vector<int32_t> &ids, const Sequence &sequence) {
+  Entry e;
+  e.ids = ids;
+  e.length = sequence.length;
+  // One buffer: every slot, packed (the bulk copy a device would make).
+  for (const StateSlot &slot : manifest_->state) {
+    auto it = sequence.state.find(slot.name);
+    StateTensor empty{0, slot.width, {}};
+    e.packed += packState(slot, it == sequence.state.end() ? empty : it->second);
+  }
+  auto now = std::chrono::steady_clock::now();
+  e.expires = now + std::chrono::seconds(options_.ttlSeconds);
+  e.used = now;
+  int64_t stored = int64_t(e.packed.size());
+  sessions_[session] = std::move(e);
+  // Least recently used sessions go first past the bound (never the new one).
+  while (bytes() > options_.maxBytes && sessions_.size() > 1) {
+    auto oldest = sessions_.end();
+    for (auto it = sessions_.begin(); it != sessions_.end(); ++it)
+      if (it->first != session && (oldest == sessions_.end() || it->second.used < oldest->second.used))
+        oldest = it;
+    sessions_.erase(oldest);
+  }
+  return stored;
+}
+
+bool HostPool::get(const std::string &session, std::vector<int32_t> &ids, Sequence &sequence, int64_t &bytes) {
+  auto it = sessions_.find(session);
+  if (it == sessions_.end())
+    return false;
+  auto now = std::chrono::steady_clock::now();
+  if (now >= it->second.expires) {
+    sessions_.erase(it);
+    return false;
+  }
+  Entry &e = it->second;
+  Sequence s;
+  size_t at = 0;
+  std::string error;
+  for (const StateSlot &slot : manifest_->state) {
+    StateTensor t;
+    if (!unpackState(slot, e.packed, at, t, error)) {
+      sessions_.erase(it);
+      return false;
+    }
+    s.state[slot.name] = std::move(t);
+  }
+  s.length = e.length;
+  e.used = now;
+  ids = e.ids;
+  sequence = std::move(s);
+  bytes = int64_t(e.packed.size());
+  return true;
+}
+
+int64_t HostPool::bytes() const {
+  int64_t total = 0;
+  for (const auto &[name, e] : sessions_)
+    total += int64_t(e.packed.size());
+  return total;
+}
+
+} // namespace dsf::rt
