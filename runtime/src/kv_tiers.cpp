@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <dirent.h>
@@ -389,7 +391,25 @@ int64_t PrefixStore::persist(const std::vector<int32_t> &ids, const Sequence &se
   putValue<uint64_t>(header, mix(0xcbf29ce484222325ull, payload.data(), payload.size()));
   putValue<uint64_t>(header, mix(0xcbf29ce484222325ull, header.data(), 64));
   std::string error;
-  if (!writeFileAtomically(path, {{header.data(), header.size()}, {payload.data(), payload.size()}}, error)) {
+  // Fault injection for the tests of what readers see (test/runtime/tiers.test):
+  // DSF_FAULT_FULL_DISK fails every record write as a full disk does;
+  // DSF_FAULT_KILL_WRITING=N kills the process (SIGKILL) halfway through
+  // writing its N-th record, where writeFileAtomically would be.
+  static int records = 0;
+  ++records;
+  bool full = std::getenv("DSF_FAULT_FULL_DISK") != nullptr;
+  if (const char *kill = std::getenv("DSF_FAULT_KILL_WRITING"); kill && std::atoi(kill) == records) {
+    std::string temp = path + ".tmp." + std::to_string(::getpid());
+    if (FILE *f = std::fopen(temp.c_str(), "wb")) {
+      std::fwrite(header.data(), 1, header.size(), f);
+      std::fwrite(payload.data(), 1, payload.size() / 2, f);
+      std::fflush(f);
+    }
+    std::raise(SIGKILL);
+  }
+  if (full)
+    error = path + ": cannot write: " + std::strerror(ENOSPC);
+  if (full || !writeFileAtomically(path, {{header.data(), header.size()}, {payload.data(), payload.size()}}, error)) {
     warnings.push_back(error + "; the prefix cache stops persisting (results are unaffected)");
     writable_ = false;
     return 0;
