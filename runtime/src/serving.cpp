@@ -28,6 +28,8 @@ std::string RequestStats::json() const {
                       {"ssd_bytes_read", ssdBytesRead},
                       {"ssd_bytes_written", ssdBytesWritten},
                       {"ssd_blocks_written", blocksWritten},
+                      {"restore_seconds", restoreSeconds},
+                      {"replay_seconds", replaySeconds},
                       {"first_token_seconds", firstTokenSeconds},
                       {"seconds", seconds},
                       {"saved_seconds_estimate", savedSeconds},
@@ -69,7 +71,10 @@ bool Server::request(const std::string &session, const std::vector<int32_t> &ids
     std::vector<int32_t> held;
     Sequence s;
     int64_t bytes = 0;
-    if (options_.pool->get(session, held, s, bytes) && s.length < n && int64_t(held.size()) >= s.length &&
+    auto t = std::chrono::steady_clock::now();
+    bool found = options_.pool->get(session, held, s, bytes);
+    stats.restoreSeconds = since(t);
+    if (found && s.length < n && int64_t(held.size()) >= s.length &&
         std::equal(held.begin(), held.begin() + s.length, ids.begin())) {
       sequence = std::move(s);
       have = sequence.length;
@@ -82,7 +87,9 @@ bool Server::request(const std::string &session, const std::vector<int32_t> &ids
   if (have == 0 && options_.store && m.entry("replay")) {
     Sequence s;
     int64_t bytes = 0;
+    auto t = std::chrono::steady_clock::now();
     int64_t got = options_.store->restore(ids, n - 1, s, bytes, stats.warnings);
+    stats.restoreSeconds = since(t);
     if (got > 0) {
       int64_t window = 0, layers = 0;
       for (const StateSlot &slot : m.state)
@@ -95,8 +102,10 @@ bool Server::request(const std::string &session, const std::vector<int32_t> &ids
       std::vector<int32_t> replayed(ids.begin() + (got - count), ids.begin() + got);
       std::vector<float> ignored;
       int64_t firstRow = 0;
+      t = std::chrono::steady_clock::now();
       if (!model_.run("replay", replayed, s, ignored, firstRow, error))
         return false;
+      stats.replaySeconds = since(t);
       sequence = std::move(s);
       have = got;
       stats.ssdTokens = got;
