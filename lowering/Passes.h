@@ -25,6 +25,16 @@ LogicalResult buildCpuPipeline(OpPassManager &pm);
 /// the linalg-level module (its entry points' dsf.weights) in between.
 LogicalResult buildCpuPipelineFromLinalg(OpPassManager &pm);
 void registerCpuPipeline();
+
+struct CudaPipelineOptions {
+  std::string chip = "sm_90a";
+  std::string toolkit = "/usr/local/cuda";   // ptxas for the cubins
+  bool emitPtx = false;                      // stop at PTX (--emit=ptx)
+};
+/// After dsf-to-linalg: bufferization, one kernel per linalg op (tiled
+/// parallel loops on blocks x threads), NVVM, cubins for `chip` through
+/// ptxas (or PTX), host code launching them through the mgpu* interface.
+LogicalResult buildCudaPipelineFromLinalg(OpPassManager &pm, const CudaPipelineOptions &options);
 } // namespace mlir::dsf
 
 #endif // DSF_LOWERING_PASSES_H

@@ -1,6 +1,7 @@
 //===- host_model.cpp - running an artifact's host kernels -----------------===//
 #include "dsf/host_model.h"
 #include "dsf/checkpoint.h"
+#include "cuda_backend.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -13,10 +14,27 @@
 #include <unistd.h>
 
 extern "C" void memrefCopy(int64_t elemSize, void *src, void *dst);
+extern "C" void *mgpuModuleLoad(void *, size_t);
+extern "C" void mgpuModuleUnload(void *);
+extern "C" void *mgpuModuleGetFunction(void *, const char *);
+extern "C" void *mgpuStreamCreate();
+extern "C" void mgpuStreamDestroy(void *);
+extern "C" void mgpuStreamSynchronize(void *);
+extern "C" void mgpuLaunchKernel(void *, intptr_t, intptr_t, intptr_t, intptr_t, intptr_t, intptr_t, int32_t, void *,
+                                 void **, void **, size_t);
+extern "C" void *_mlir_memref_to_llvm_alloc(size_t);
+extern "C" void _mlir_memref_to_llvm_free(void *);
 
-/// Kernels resolve memrefCopy (host_abi.cpp) from the executable; this
-/// reference keeps it in every executable that links the host model.
-void *volatile dsfHostAbiAnchor = reinterpret_cast<void *>(&memrefCopy);
+/// Kernels resolve memrefCopy (host_abi.cpp) and, for CUDA artifacts, the
+/// mgpu* launch interface and the managed allocator (cuda_backend.cpp) from
+/// the executable; these references keep them in every executable that
+/// links the host model.
+void *volatile dsfHostAbiAnchor[] = {
+    reinterpret_cast<void *>(&memrefCopy),          reinterpret_cast<void *>(&mgpuModuleLoad),
+    reinterpret_cast<void *>(&mgpuModuleUnload),    reinterpret_cast<void *>(&mgpuModuleGetFunction),
+    reinterpret_cast<void *>(&mgpuStreamCreate),    reinterpret_cast<void *>(&mgpuStreamDestroy),
+    reinterpret_cast<void *>(&mgpuStreamSynchronize), reinterpret_cast<void *>(&mgpuLaunchKernel),
+    reinterpret_cast<void *>(&_mlir_memref_to_llvm_alloc), reinterpret_cast<void *>(&_mlir_memref_to_llvm_free)};
 
 namespace dsf::rt {
 
@@ -27,7 +45,17 @@ struct WeightBuffer {
   std::vector<int64_t> shape;
   std::vector<float> f32;
   std::vector<int32_t> i32;
-  void *data() { return f32.empty() ? static_cast<void *>(i32.data()) : static_cast<void *>(f32.data()); }
+  void *shared = nullptr;   // CUDA artifacts: the values in managed memory
+  void *data() {
+    if (shared)
+      return shared;
+    return f32.empty() ? static_cast<void *>(i32.data()) : static_cast<void *>(f32.data());
+  }
+  WeightBuffer() = default;
+  WeightBuffer(WeightBuffer &&o) noexcept : shape(std::move(o.shape)), f32(std::move(o.f32)), i32(std::move(o.i32)), shared(o.shared) {
+    o.shared = nullptr;
+  }
+  ~WeightBuffer() { cuda::freeShared(shared); }
 };
 
 /// A memref descriptor as MLIR's C interface lays it out:
@@ -63,6 +91,16 @@ std::unique_ptr<HostModel> HostModel::load(std::shared_ptr<Artifact> artifact, c
   }
   // The shared object is loaded from memory: a memfd holds it, dlopen reads
   // it through /proc/self/fd.
+  // A CUDA artifact's kernels load their modules when the library is
+  // opened: the driver comes first.
+  model->cuda_ = artifact->manifest().target.rfind("cuda", 0) == 0;
+  if (model->cuda_) {
+    std::string why;
+    if (!cuda::ensureDriver(why)) {
+      error = artifact->path() + ": an artifact for " + artifact->manifest().target + ", and " + why;
+      return nullptr;
+    }
+  }
   model->memfd_ = memfd_create("dsf-host-kernels", MFD_CLOEXEC);
   if (model->memfd_ < 0 || ::write(model->memfd_, so->data(), so->size()) != ssize_t(so->size())) {
     error = artifact->path() + ": cannot stage the host kernels in memory";
@@ -84,6 +122,10 @@ std::unique_ptr<HostModel> HostModel::load(std::shared_ptr<Artifact> artifact, c
     error = artifact->path() + ": cannot load the host kernels: " + dlerror();
     return nullptr;
   }
+  if (model->cuda_ && !cuda::synchronize(error)) {
+    error = artifact->path() + ": loading the GPU kernels: " + error;
+    return nullptr;
+  }
 
   // Every weight once, shared by the entry points that bind it.
   auto buffers = std::make_shared<std::map<std::string, WeightBuffer>>();
@@ -103,6 +145,18 @@ std::unique_ptr<HostModel> HostModel::load(std::shared_ptr<Artifact> artifact, c
         buffer.shape = w.shape;
         if (!readWeight(weights, w, buffer.f32, buffer.i32, consumed, error))
           return nullptr;
+        if (model->cuda_) {
+          size_t bytes = buffer.f32.empty() ? buffer.i32.size() * 4 : buffer.f32.size() * 4;
+          buffer.shared = cuda::allocShared(bytes);
+          if (!buffer.shared) {
+            cuda::synchronize(error);
+            error = "weight '" + w.name + "': " + error;
+            return nullptr;
+          }
+          std::memcpy(buffer.shared, buffer.f32.empty() ? static_cast<void *>(buffer.i32.data()) : buffer.f32.data(), bytes);
+          std::vector<float>().swap(buffer.f32);
+          std::vector<int32_t>().swap(buffer.i32);
+        }
         it = buffers->emplace(w.name, std::move(buffer)).first;
       }
       bound->weightDescriptors.push_back(descriptor(it->second.data(), it->second.shape));
@@ -184,13 +238,32 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
   std::vector<uint8_t> imageMask(size_t(n), 0);   // text only: no image tokens yet
   std::vector<std::vector<int64_t>> inputs;
   std::set<const void *> inputBuffers;
+  // A CUDA artifact's inputs go to managed memory (freed when the call ends).
+  std::vector<void *> staged;
+  struct Unstage {
+    std::vector<void *> &buffers;
+    ~Unstage() {
+      for (void *p : buffers)
+        cuda::freeShared(p);
+    }
+  } unstage{staged};
+  auto place = [&](const void *data, size_t bytes) -> void * {
+    if (!cuda_)
+      return const_cast<void *>(data);
+    void *p = cuda::allocShared(bytes);
+    if (p) {
+      std::memcpy(p, data, bytes);
+      staged.push_back(p);
+    }
+    return p;
+  };
   for (const TensorSpec &in : bound->spec->inputs) {
     if (in.name == "token_ids") {
-      inputs.push_back(descriptor(tokens.data(), {n}));
+      inputs.push_back(descriptor(place(tokens.data(), tokens.size() * 4), {n}));
     } else if (in.name == "positions") {
-      inputs.push_back(descriptor(positions.data(), {n}));
+      inputs.push_back(descriptor(place(positions.data(), positions.size() * 4), {n}));
     } else if (in.name == "image_mask") {
-      inputs.push_back(descriptor(imageMask.data(), {n}));
+      inputs.push_back(descriptor(place(imageMask.data(), imageMask.size()), {n}));
     } else if (in.name.rfind("state:", 0) == 0) {
       auto it = sequence.state.find(in.name.substr(6));
       if (it == sequence.state.end()) {
@@ -204,8 +277,9 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
                 " values; entry point '" + entryName + "' expects " + shapeString(in.shape);
         return false;
       }
-      inputs.push_back(descriptor(t.values.data(), {t.rows, t.width}));
-      inputBuffers.insert(t.values.data());
+      void *values = place(t.values.data(), t.values.size() * sizeof(float));
+      inputs.push_back(descriptor(values, {t.rows, t.width}));
+      inputBuffers.insert(values);
     } else {
       error = "entry point '" + entryName + "' takes input '" + in.name + "', which this runtime cannot supply";
       return false;
@@ -220,9 +294,15 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
     args.push_back(d.data());
   for (const auto &d : bound->weightDescriptors)
     args.push_back(const_cast<int64_t *>(d.data()));
+  if (cuda_ && std::find(staged.begin(), staged.end(), nullptr) != staged.end()) {
+    cuda::synchronize(error);
+    return false;
+  }
   bound->function(args.data());
+  std::string deviceError;
+  bool deviceOk = !cuda_ || cuda::synchronize(deviceError);
 
-  // The result buffers are the kernels' (malloc): copy each out through its
+  // The result buffers are the kernels' (malloc, or managed memory on CUDA): copy each out through its
   // strides, then free each allocation once (results may share one; one
   // that aliases an input is not ours to free).
   struct View {
@@ -240,8 +320,13 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
   }
   auto release = [&] {
     for (void *a : allocations)
-      std::free(a);
+      cuda_ ? cuda::freeShared(a) : std::free(a);
   };
+  if (!deviceOk) {
+    release();
+    error = "entry point '" + entryName + "' on " + cuda::deviceName() + ": " + deviceError;
+    return false;
+  }
   const View &lv = views[0];
   // A split prefill returns the logits of its tail only.
   bool tailOnly = m.prefillMode != "full" && !continuing;

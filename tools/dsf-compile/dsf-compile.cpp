@@ -1,15 +1,17 @@
 //===- dsf-compile.cpp - the dsf compiler driver ---------------------------===//
 //
 //   dsf-compile MODEL... [--schedule=S] [--emit=dsf|import] [--report=...] [-o FILE]
-//   dsf-compile MODEL --target=cpu -o model.dsfa
+//   dsf-compile MODEL --target=cpu|cuda -o model.dsfa
 //
 // MODEL is a directory holding config.json, or the file itself. Several
 // models import into one module; with --report=kv their global KV per token
 // is compared. The default pipeline (passes/Pipelines.cpp) runs after import;
 // --print-pipeline shows it, --mlir-print-ir-after-all and the other
 // mlir-opt pass-manager flags apply. Without --emit, the reports are printed
-// (the main job). --target=cpu lowers the model for the host and writes an
-// artifact (runtime/include/dsf/artifact.h) for dsf-run.
+// (the main job). --target=cpu lowers the model for the host, --target=cuda
+// for an NVIDIA GPU (sm_90a: kernels compiled by ptxas, launched by host
+// code), and either writes an artifact (runtime/include/dsf/artifact.h) for
+// dsf-run.
 //
 //===----------------------------------------------------------------------===//
 #include "lowering/CPU/HostCodegen.h"
@@ -24,6 +26,7 @@
 #include "tools/RegisterAll.h"
 
 #include "mlir/IR/AsmState.h"
+#include "llvm/Support/FileSystem.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -73,11 +76,13 @@ cl::list<std::string> reports("report", cl::CommaSeparated,
 cl::opt<std::string> reportFormat("report-format",
                                   cl::desc("text, or svg for --report=schedule"),
                                   cl::init("text"), cl::cat(dsfCategory));
-cl::opt<std::string> target("target", cl::desc("Compile for a target and write an artifact: cpu"),
+cl::opt<std::string> target("target", cl::desc("Compile for a target and write an artifact: cpu or cuda"),
                             cl::value_desc("target"), cl::cat(dsfCategory));
 cl::opt<std::string> hostCpu("host-cpu", cl::desc("--target=cpu: LLVM CPU name (default x86-64-v2; "
                                                   "'native' for this machine's)"),
                              cl::init("x86-64-v2"), cl::cat(dsfCategory));
+cl::opt<std::string> cudaToolkit("cuda-toolkit", cl::desc("--target=cuda: the CUDA toolkit whose ptxas compiles the kernels"),
+                                 cl::init("/usr/local/cuda"), cl::cat(dsfCategory));
 cl::opt<std::string> output("o", cl::desc("Output file (default: stdout)"),
                             cl::value_desc("file"), cl::init("-"), cl::cat(dsfCategory));
 
@@ -101,7 +106,8 @@ int compileArtifact(mlir::ModuleOp module, const dsf::ModelConfig &config,
   ::dsf::rt::Manifest manifest;
   manifest.model = facts.model;
   manifest.family = facts.family;
-  manifest.target = "cpu-x86_64";
+  bool cuda = target == "cuda";
+  manifest.target = cuda ? "cuda-sm_90a" : "cpu-x86_64";
   manifest.vocabSize = facts.vocabSize;
   manifest.maxPositions = config.maxPositions > 0 ? config.maxPositions : (int64_t(1) << 31) - 1;
   manifest.prefillMode = pipelineOptions.prefill;
@@ -110,7 +116,7 @@ int compileArtifact(mlir::ModuleOp module, const dsf::ModelConfig &config,
   manifest.state = facts.state;
 
   mlir::MLIRContext *context = module.getContext();
-  errs() << "dsf-compile: lowering " << facts.model << " for the CPU\n";
+  errs() << "dsf-compile: lowering " << facts.model << (cuda ? " for CUDA (sm_90a)" : " for the CPU") << "\n";
   mlir::PassManager toLinalg(context);
   if (failed(mlir::applyPassManagerCLOptions(toLinalg)) ||
       failed(mlir::parsePassPipeline("dsf-to-linalg", toLinalg)))
@@ -121,7 +127,13 @@ int compileArtifact(mlir::ModuleOp module, const dsf::ModelConfig &config,
   if (failed(mlir::dsf::describeEntryPoints(module, facts, manifest.entryPoints, message)))
     return error(message);
   mlir::PassManager toLlvm(context);
-  if (failed(mlir::applyPassManagerCLOptions(toLlvm)) || failed(mlir::dsf::buildCpuPipelineFromLinalg(toLlvm)))
+  mlir::dsf::CudaPipelineOptions cudaOptions;
+  cudaOptions.toolkit = cudaToolkit;
+  if (cuda && !llvm::sys::fs::exists(cudaToolkit + "/bin/ptxas"))
+    return error("--target=cuda: no ptxas in " + cudaToolkit + "/bin (give the toolkit with --cuda-toolkit)");
+  if (failed(mlir::applyPassManagerCLOptions(toLlvm)) ||
+      failed(cuda ? mlir::dsf::buildCudaPipelineFromLinalg(toLlvm, cudaOptions)
+                  : mlir::dsf::buildCpuPipelineFromLinalg(toLlvm)))
     return error("bad pass-manager options");
   if (failed(toLlvm.run(module)))
     return error("lowering to LLVM failed (diagnostics above)");
@@ -198,8 +210,8 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (!target.empty()) {
-    if (target != "cpu")
-      return error("--target: unknown target '" + target + "' (expected cpu)");
+    if (target != "cpu" && target != "cuda")
+      return error("--target: unknown target '" + target + "' (expected cpu or cuda)");
     if (!emit.empty() || !reports.empty())
       return error("--target writes an artifact; it does not combine with --emit or --report");
     if (models.size() != 1)

@@ -76,6 +76,7 @@ private:
   struct Bound;
   std::shared_ptr<Artifact> artifact_;
   void *library_ = nullptr;
+  bool cuda_ = false;   // a CUDA artifact: buffers in managed memory
   int memfd_ = -1;
   std::vector<std::unique_ptr<Bound>> entries_;
   std::shared_ptr<void> weights_;   // the bound weight buffers, by name

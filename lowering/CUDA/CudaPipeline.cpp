@@ -1,0 +1,44 @@
+//===- CudaPipeline.cpp - the CUDA (sm_90a) lowering pipeline ---------------===//
+//
+// The first CUDA path: the same linalg as the CPU's, bufferized the same
+// way, then every linalg.generic becomes one kernel — its parallel loops
+// tiled by 128 (threads) over blocks, reductions as loops inside a thread —
+// outlined into gpu.modules, lowered to NVVM and compiled for sm_90a by
+// LLVM's NVPTX backend (PTX) and ptxas (the CUDA toolkit's, which also
+// checks every kernel). The host code launches them through the mgpu* C
+// interface the runtime implements over libcuda, and allocates through
+// _mlir_memref_to_llvm_alloc, which the runtime maps to CUDA managed memory
+// so that kernels and the host code between them share buffers. It is the
+// numbers path on the GPU: fp32, one kernel per op, launch-bound; fused bf16
+// tensor-core kernels come next (issue 5).
+//
+//===----------------------------------------------------------------------===//
+#include "lowering/Passes.h"
+
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+
+using namespace mlir;
+
+LogicalResult mlir::dsf::buildCudaPipelineFromLinalg(OpPassManager &pm, const CudaPipelineOptions &options) {
+  if (failed(parsePassPipeline("canonicalize,"
+                               "one-shot-bufferize{bufferize-function-boundaries=1 "
+                               "function-boundary-type-conversion=identity-layout-map}",
+                               pm)))
+    return failure();
+  bufferization::buildBufferDeallocationPipeline(pm);
+  std::string binary = options.emitPtx ? "isa" : "bin toolkit=" + options.toolkit;
+  std::string text = "canonicalize,convert-linalg-to-parallel-loops,"
+                     "scf-parallel-loop-tiling{parallel-loop-tile-sizes=128 no-min-max-bounds=true},"
+                     "func.func(gpu-map-parallel-loops),convert-parallel-loops-to-gpu,"
+                     "gpu-kernel-outlining,convert-bufferization-to-memref,convert-scf-to-cf,"
+                     "expand-strided-metadata,nvvm-attach-target{chip=" + options.chip +
+                     " features=+ptx80 O=3},lower-affine,"
+                     "gpu.module(convert-gpu-to-nvvm,canonicalize,cse,reconcile-unrealized-casts),"
+                     "finalize-memref-to-llvm{use-generic-functions=true},convert-math-to-llvm,"
+                     "convert-math-to-libm,convert-arith-to-llvm,convert-index-to-llvm,convert-cf-to-llvm,"
+                     "gpu-to-llvm,convert-func-to-llvm,gpu-module-to-binary{format=" + binary +
+                     "},canonicalize,cse,reconcile-unrealized-casts";
+  return parsePassPipeline(text, pm);
+}
