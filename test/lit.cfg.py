@@ -33,6 +33,16 @@ config.substitutions.append(("%mlir_c_runner_utils", c_runner_utils))
 if os.path.exists(runner_utils) and os.path.exists(c_runner_utils):
     config.available_features.add("mlir-runner")
 
+# The CUDA target: ptxas compiles (and checks) every kernel; the GPU tests
+# need a device, and are reported unsupported (skipped) without one.
+cuda_toolkit = os.environ.get("DSF_CUDA_TOOLKIT", "/usr/local/cuda")
+config.substitutions.append(("%cuda_toolkit", cuda_toolkit))
+if os.path.exists(os.path.join(cuda_toolkit, "bin", "ptxas")):
+    config.available_features.add("ptxas")
+import shutil, subprocess
+if shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0:
+    config.available_features.add("cuda-gpu")
+
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tools = [

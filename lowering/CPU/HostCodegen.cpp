@@ -88,6 +88,10 @@ LogicalResult mlir::dsf::buildHostLibrary(ModuleOp module, const std::vector<std
     return failure();
   }
   llvm::TargetOptions targetOptions;
+  // Constructors (a CUDA artifact loads its kernel modules in them) go to
+  // .init_array, which the dynamic loader runs; .ctors needs crt files this
+  // link does not have.
+  targetOptions.UseInitArray = true;
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
       triple, options.cpu, "", targetOptions, llvm::Reloc::PIC_, std::nullopt,
       options.optLevel >= 2 ? llvm::CodeGenOptLevel::Default : llvm::CodeGenOptLevel::Less));

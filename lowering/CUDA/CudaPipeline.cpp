@@ -31,7 +31,7 @@ LogicalResult mlir::dsf::buildCudaPipelineFromLinalg(OpPassManager &pm, const Cu
   std::string binary = options.emitPtx ? "isa" : "bin toolkit=" + options.toolkit;
   std::string text = "canonicalize,convert-linalg-to-parallel-loops,"
                      "scf-parallel-loop-tiling{parallel-loop-tile-sizes=128 no-min-max-bounds=true},"
-                     "func.func(gpu-map-parallel-loops),convert-parallel-loops-to-gpu,"
+                     "func.func(gpu-map-parallel-loops),convert-parallel-loops-to-gpu,dsf-sink-globals-into-kernels,"
                      "gpu-kernel-outlining,convert-bufferization-to-memref,convert-scf-to-cf,"
                      "expand-strided-metadata,nvvm-attach-target{chip=" + options.chip +
                      " features=+ptx80 O=3},lower-affine,"

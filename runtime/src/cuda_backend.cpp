@@ -21,6 +21,7 @@
 #include <dlfcn.h>
 #include <map>
 #include <mutex>
+#include <set>
 
 namespace dsf::rt::cuda {
 namespace {
@@ -156,21 +157,41 @@ bool ensureDriver(std::string &error) {
 
 std::string deviceName() { return driver().device; }
 
+namespace {
+// Host memory handed out when the device could not allocate: the host code
+// in flight must not crash; its kernels are skipped and the error reported.
+std::set<void *> &hostFallbacks() {
+  static std::set<void *> blocks;
+  return blocks;
+}
+} // namespace
+
 void *allocShared(size_t bytes) {
   CUdeviceptr p = 0;
   // Zero-sized buffers (empty windows, empty carries) still get an address.
-  CUresult r = driver().cuMemAllocManaged(&p, bytes ? bytes : 16, kMemAttachGlobal);
+  CUresult r = driver().ready ? driver().cuMemAllocManaged(&p, bytes ? bytes : 16, kMemAttachGlobal) : 1;
   if (r != 0) {
     record("cuMemAllocManaged(" + std::to_string(bytes) + " bytes): " + errorName(r) +
            (r == 2 ? " (out of device memory)" : ""));
-    return nullptr;
+    void *host = std::calloc(1, bytes ? bytes : 16);
+    std::lock_guard<std::mutex> guard(errorLock);
+    hostFallbacks().insert(host);
+    return host;
   }
   return reinterpret_cast<void *>(p);
 }
 
 void freeShared(void *p) {
-  if (p)
-    driver().cuMemFree(reinterpret_cast<CUdeviceptr>(p));
+  if (!p)
+    return;
+  {
+    std::lock_guard<std::mutex> guard(errorLock);
+    if (hostFallbacks().erase(p)) {
+      std::free(p);
+      return;
+    }
+  }
+  driver().cuMemFree(reinterpret_cast<CUdeviceptr>(p));
 }
 
 bool synchronize(std::string &error) {
@@ -211,8 +232,10 @@ void mgpuModuleUnload(void *module) {
 
 void *mgpuModuleGetFunction(void *module, const char *name) {
   void *function = nullptr;
-  if (!module)
+  if (!module) {
+    record(std::string("kernel ") + name + ": its module was not loaded");
     return nullptr;
+  }
   CUresult r = driver().cuModuleGetFunction(&function, module, name);
   if (r != 0)
     record(std::string("cuModuleGetFunction(") + name + "): " + errorName(r));

@@ -148,8 +148,7 @@ std::unique_ptr<HostModel> HostModel::load(std::shared_ptr<Artifact> artifact, c
         if (model->cuda_) {
           size_t bytes = buffer.f32.empty() ? buffer.i32.size() * 4 : buffer.f32.size() * 4;
           buffer.shared = cuda::allocShared(bytes);
-          if (!buffer.shared) {
-            cuda::synchronize(error);
+          if (!cuda::synchronize(error)) {
             error = "weight '" + w.name + "': " + error;
             return nullptr;
           }
@@ -294,10 +293,8 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
     args.push_back(d.data());
   for (const auto &d : bound->weightDescriptors)
     args.push_back(const_cast<int64_t *>(d.data()));
-  if (cuda_ && std::find(staged.begin(), staged.end(), nullptr) != staged.end()) {
-    cuda::synchronize(error);
-    return false;
-  }
+  if (cuda_ && !cuda::synchronize(error))
+    return false;   // staging the inputs failed
   bound->function(args.data());
   std::string deviceError;
   bool deviceOk = !cuda_ || cuda::synchronize(deviceError);
