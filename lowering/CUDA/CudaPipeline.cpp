@@ -28,7 +28,9 @@ LogicalResult mlir::dsf::buildCudaPipelineFromLinalg(OpPassManager &pm, const Cu
                                pm)))
     return failure();
   bufferization::buildBufferDeallocationPipeline(pm);
-  std::string binary = options.emitPtx ? "isa" : "bin toolkit=" + options.toolkit;
+  // The toolkit also gives libdevice (math functions as __nv_*), linked in
+  // either way.
+  std::string binary = std::string(options.emitPtx ? "isa" : "bin") + " toolkit=" + options.toolkit;
   std::string text = "canonicalize,convert-linalg-to-parallel-loops,"
                      "scf-parallel-loop-tiling{parallel-loop-tile-sizes=128 no-min-max-bounds=true},"
                      "func.func(gpu-map-parallel-loops),convert-parallel-loops-to-gpu,dsf-sink-globals-into-kernels,"

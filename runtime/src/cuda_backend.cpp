@@ -68,6 +68,7 @@ Driver &driver() {
 std::mutex errorLock;
 std::string firstError;
 std::string lastKernel;
+uint64_t launches = 0;
 std::map<CUfunction, std::string> &kernelNames() {
   static std::map<CUfunction, std::string> names;
   return names;
@@ -156,6 +157,7 @@ bool ensureDriver(std::string &error) {
 }
 
 std::string deviceName() { return driver().device; }
+uint64_t launchCount() { return launches; }
 
 namespace {
 // Host memory handed out when the device could not allocate: the host code
@@ -260,6 +262,7 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t g
     return;
   if (gridX == 0 || gridY == 0 || gridZ == 0)
     return;   // an empty launch (zero rows): nothing to do
+  ++launches;
   auto named = kernelNames().find(function);
   lastKernel = named == kernelNames().end() ? std::string("?") : named->second;
   CUresult r = driver().cuLaunchKernel(function, unsigned(gridX), unsigned(gridY), unsigned(gridZ), unsigned(blockX),

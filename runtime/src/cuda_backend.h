@@ -3,6 +3,7 @@
 #define DSF_RUNTIME_CUDA_BACKEND_H
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace dsf::rt::cuda {
@@ -10,6 +11,8 @@ namespace dsf::rt::cuda {
 /// with the reason, without a driver or a device.
 bool ensureDriver(std::string &error);
 std::string deviceName();
+/// Kernels launched so far (for --timing).
+uint64_t launchCount();
 /// CUDA managed memory: the kernels and the host code share it.
 void *allocShared(size_t bytes);
 void freeShared(void *p);

@@ -179,6 +179,8 @@ HostModel::~HostModel() {
     ::close(memfd_);
 }
 
+uint64_t HostModel::kernelLaunches() { return cuda::launchCount(); }
+
 bool HostModel::continues(const std::string &entryName) const {
   const EntryPoint *e = manifest().entry(entryName);
   return e && std::any_of(e->inputs.begin(), e->inputs.end(),

@@ -2,6 +2,7 @@
 //
 //   dsf-compile MODEL... [--schedule=S] [--emit=dsf|import] [--report=...] [-o FILE]
 //   dsf-compile MODEL --target=cpu|cuda -o model.dsfa
+//   dsf-compile MODEL --target=cuda --emit=ptx [-o FILE]
 //
 // MODEL is a directory holding config.json, or the file itself. Several
 // models import into one module; with --report=kv their global KV per token
@@ -50,7 +51,7 @@ cl::opt<std::string> schedule("schedule", cl::desc("Override the layer schedule,
                                                    "'S S (F R R R R R)*3 | (F R R R) (X R R R)*4'"),
                               cl::value_desc("schedule"), cl::cat(dsfCategory));
 cl::opt<std::string> emit("emit",
-                          cl::desc("What to print: dsf (after the pipeline), import (before it)"),
+                          cl::desc("What to print: dsf (after the pipeline), import (before it), ptx (with --target=cuda: the kernels)"),
                           cl::value_desc("kind"), cl::cat(dsfCategory));
 cl::opt<bool> printPipeline("print-pipeline", cl::desc("Print the pass pipeline and exit"), cl::cat(dsfCategory));
 cl::opt<bool> noKvQuant("no-kv-quant", cl::desc("Store every cache in f32 (dsf-quantize-kv off=true)"), cl::cat(dsfCategory));
@@ -129,7 +130,8 @@ int compileArtifact(mlir::ModuleOp module, const dsf::ModelConfig &config,
   mlir::PassManager toLlvm(context);
   mlir::dsf::CudaPipelineOptions cudaOptions;
   cudaOptions.toolkit = cudaToolkit;
-  if (cuda && !llvm::sys::fs::exists(cudaToolkit + "/bin/ptxas"))
+  cudaOptions.emitPtx = emit == "ptx";
+  if (cuda && !cudaOptions.emitPtx && !llvm::sys::fs::exists(cudaToolkit + "/bin/ptxas"))
     return error("--target=cuda: no ptxas in " + cudaToolkit + "/bin (give the toolkit with --cuda-toolkit)");
   if (failed(mlir::applyPassManagerCLOptions(toLlvm)) ||
       failed(cuda ? mlir::dsf::buildCudaPipelineFromLinalg(toLlvm, cudaOptions)
@@ -137,6 +139,20 @@ int compileArtifact(mlir::ModuleOp module, const dsf::ModelConfig &config,
     return error("bad pass-manager options");
   if (failed(toLlvm.run(module)))
     return error("lowering to LLVM failed (diagnostics above)");
+  if (cudaOptions.emitPtx) {
+    // Each kernel's module, as the NVPTX backend wrote it.
+    std::string errorMessage;
+    auto out = mlir::openOutputFile(output, &errorMessage);
+    if (!out)
+      return error(errorMessage);
+    module.walk([&](mlir::gpu::BinaryOp binary) {
+      for (mlir::Attribute a : binary.getObjects())
+        if (auto object = llvm::dyn_cast<mlir::gpu::ObjectAttr>(a))
+          out->os() << "// ----- kernel module " << binary.getSymName() << "\n" << object.getObject().getValue() << "\n";
+    });
+    out->keep();
+    return 0;
+  }
 
   errs() << "dsf-compile: generating host code\n";
   std::vector<std::string> entries;
@@ -191,8 +207,10 @@ int main(int argc, char **argv) {
     return error("--report-format: unknown format '" + reportFormat + "' (expected text or svg)");
   if (reportFormat == "svg" && (!wantSchedule || reports.size() != 1 || models.size() != 1))
     return error("--report-format=svg draws one model's --report=schedule, alone");
-  if (!emit.empty() && emit != "dsf" && emit != "import")
-    return error("--emit: unknown kind '" + emit + "' (expected dsf or import)");
+  if (!emit.empty() && emit != "dsf" && emit != "import" && emit != "ptx")
+    return error("--emit: unknown kind '" + emit + "' (expected dsf, import or ptx)");
+  if (emit == "ptx" && target != "cuda")
+    return error("--emit=ptx prints the kernels of --target=cuda");
 
   mlir::dsf::PipelineOptions pipelineOptions;
   pipelineOptions.kvQuant = !noKvQuant;
@@ -212,11 +230,11 @@ int main(int argc, char **argv) {
   if (!target.empty()) {
     if (target != "cpu" && target != "cuda")
       return error("--target: unknown target '" + target + "' (expected cpu or cuda)");
-    if (!emit.empty() || !reports.empty())
-      return error("--target writes an artifact; it does not combine with --emit or --report");
+    if ((!emit.empty() && emit != "ptx") || !reports.empty())
+      return error("--target writes an artifact; it does not combine with --emit (but ptx) or --report");
     if (models.size() != 1)
       return error("--target compiles one model at a time");
-    if (output == "-")
+    if (output == "-" && emit != "ptx")
       return error("--target needs an output file (-o model.dsfa)");
   }
   if (emit.empty() && reports.empty() && target.empty())

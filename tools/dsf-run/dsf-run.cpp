@@ -455,6 +455,8 @@ int main(int argc, char **argv) {
     if (maxNew > 1)
       std::fprintf(stderr, "; decode %lld tokens %.3f s (%.2f tokens/s)", maxNew - 1, decodeSeconds,
                    double(maxNew - 1) / decodeSeconds);
+    if (uint64_t launches = HostModel::kernelLaunches())
+      std::fprintf(stderr, "; %llu GPU kernel launches", static_cast<unsigned long long>(launches));
     std::fprintf(stderr, "\n");
   }
   for (size_t i = 0; i < generated.size(); ++i)

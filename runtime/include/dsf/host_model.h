@@ -68,6 +68,9 @@ public:
   bool run(const std::string &entry, const std::vector<int32_t> &ids, Sequence &sequence,
            std::vector<float> &logits, int64_t &firstRow, std::string &error) const;
 
+  /// GPU kernels launched by this process so far (0 on the CPU).
+  static uint64_t kernelLaunches();
+
   /// Whether `entry` continues a sequence (takes state).
   bool continues(const std::string &entry) const;
 
