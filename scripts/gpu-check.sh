@@ -1,0 +1,73 @@
+#!/bin/bash
+# The GPU checks of issue 5, in two halves: artifacts are built on the
+# development machine (which has the compiler, not the GPU), the checks run
+# where the GPU is (which has the driver and Python with NumPy, not the
+# compiler).
+#
+#   scripts/gpu-check.sh prepare   # here: build/gpu-run/ with the artifacts, dsf-run, golden data
+#   scripts/gpu-check.sh run       # on the GPU machine, from the repository root
+#
+# Through the device tool: run `bash scripts/gpu-check.sh run` with carry
+# ["build/gpu-run"]. It runs the tiny V4.1 (quantizers on, NeMo's golden
+# weights) and the tiny V4 (transformers' golden weights) through their CUDA
+# artifacts, compares them with the CPU artifacts and the golden logits,
+# decodes on the GPU and checks it against the GPU prefill, and runs
+# compute-sanitizer's memcheck. Every comparison prints "ok" or "FAILED";
+# the script exits 1 on any FAILED.
+set -euo pipefail
+G=build/gpu-run
+case "${1:-}" in
+prepare)
+  root=$(cd "$(dirname "$0")/.." && pwd)
+  golden="${DSF_GOLDEN_DIR:-$root/../shared/golden}/v41-tiny"
+  mkdir -p $G
+  build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cuda -o $G/cuda.dsfa
+  build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cpu -o $G/cpu.dsfa
+  build/bin/dsf-compile models/deepseek-v4-tiny --no-kv-quant --target=cuda -o $G/v4cuda.dsfa
+  build/bin/dsf-compile models/deepseek-v4-tiny --no-kv-quant --target=cpu -o $G/v4cpu.dsfa
+  cp build/bin/dsf-run test/runtime/Inputs/check_logits.py test/reference/safetensors_io.py $G/
+  cp "$golden/weights.safetensors" "$golden/io.safetensors" $G/
+  du -sh $G
+  ;;
+run)
+  R=$G/dsf-run
+  OUT=${OUT:-/tmp/dsf-gpu-check}
+  mkdir -p "$OUT"
+  log=$OUT/gpu-check.log
+  C="python3 $G/check_logits.py"
+  nvidia-smi --query-gpu=name,driver_version --format=csv | tee $log
+  python3 - <<PY
+import sys; sys.path.insert(0, '$G')
+import safetensors_io as s
+for tag, f in [('', '$G/io'), ('v4', 'test/golden/v4-tiny/io')]:
+    ids = s.load(f + '.safetensors')['input_ids']
+    for r in range(2):
+        open(f'/tmp/{tag}ids{r}', 'w').write(','.join(map(str, ids[r])))
+    open(f'/tmp/{tag}pre', 'w').write(','.join(map(str, ids[1][:24])))
+    open(f'/tmp/{tag}rest', 'w').write(','.join(map(str, ids[1][24:])))
+PY
+  {
+  for r in 0 1; do
+    $R $G/cpu.dsfa --weights $G/weights.safetensors --prompt-ids @/tmp/ids$r --dump-logits $OUT/cpu$r.logits
+    $R $G/cuda.dsfa --weights $G/weights.safetensors --prompt-ids @/tmp/ids$r --dump-logits $OUT/cuda$r.logits --timing
+    $C $OUT/cuda$r.logits --against $OUT/cpu$r.logits --max-rel 1e-2 --min-argmax 99 || true
+    $C $OUT/cuda$r.logits --golden $G/io.safetensors --key logits_quant_gpu_selective --row $r --max-rel 1e-2 --min-argmax 98 || true
+  done
+  $R $G/cuda.dsfa --weights $G/weights.safetensors --prompt-ids @/tmp/pre --then-ids @/tmp/rest --dump-logits $OUT/cuda-dec.logits
+  $C $OUT/cuda-dec.logits --against $OUT/cuda1.logits --exact || true
+  for r in 0 1; do
+    $R $G/v4cuda.dsfa --weights test/golden/v4-tiny/weights.safetensors --prompt-ids @/tmp/v4ids$r --dump-logits $OUT/v4cuda$r.logits --timing
+    $C $OUT/v4cuda$r.logits --golden test/golden/v4-tiny/io.safetensors --key logits_selective --row $r --max-rel 1e-4 --min-argmax 100 || true
+  done
+  $R $G/v4cuda.dsfa --weights test/golden/v4-tiny/weights.safetensors --prompt-ids @/tmp/v4pre --then-ids @/tmp/v4rest --dump-logits $OUT/v4inc.logits
+  $C $OUT/v4inc.logits --golden test/golden/v4-tiny/io.safetensors --key logits_incremental --row 1 --max-rel 1e-4 --min-argmax 100 || true
+  compute-sanitizer --tool memcheck --print-limit 5 $R $G/cuda.dsfa --weights $G/weights.safetensors \
+    --prompt-ids 1,2,3,4,5,6,7,8,9 --then-ids 10,11,12 --max-new-tokens 2 | tail -2
+  } 2>&1 | tee -a $log
+  ! grep -q "FAILED\|ERROR SUMMARY: [1-9]" $log
+  ;;
+*)
+  echo "usage: scripts/gpu-check.sh prepare|run" >&2
+  exit 2
+  ;;
+esac
