@@ -16,6 +16,12 @@
 // the tail of an exact-tail / bounded-replay prefill, then one row per token
 // decoded), their "positions" and the sequence's ids ("input_ids").
 //
+// With --cache-dir, --session or --multi-turn (one whole prompt per stdin
+// line) requests go through the cache tiers (runtime/include/dsf/serving.h):
+// the session's state from the host pool, else whole blocks of global KV from
+// the prefix store in --cache-dir with the windows replayed, then the rest;
+// --stats / --stats-json report each request.
+//
 //===----------------------------------------------------------------------===//
 #include "dsf/artifact.h"
 #include "dsf/host_model.h"
@@ -51,7 +57,10 @@ void usage() {
   std::fprintf(stderr,
                "usage: dsf-run MODEL.dsfa --weights PATH --prompt-ids ID,ID,... [--max-new-tokens N]\n"
                "               [--temperature T] [--top-p P] [--seed S] [--dump-logits FILE.safetensors]\n"
-               "               [--then-ids ID,ID,... [--chunk K]] [--timing]\n");
+               "               [--then-ids ID,ID,... [--chunk K]] [--timing]\n"
+               "       dsf-run MODEL.dsfa --weights PATH (--prompt-ids ... | --multi-turn < PROMPTS) [--session ID]\n"
+               "               [--cache-dir DIR [--cache-block N] [--cache-max-bytes B] [--cache-ttl S]]\n"
+               "               [--replay approx|exact] [--window-ttl S] [--pool-max-bytes B] [--stats] [--stats-json FILE]\n");
 }
 
 bool parseInt(const std::string &text, long long &out) {
