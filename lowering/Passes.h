@@ -20,6 +20,11 @@ namespace mlir::dsf {
 #define GEN_PASS_REGISTRATION
 #include "lowering/Passes.h.inc"
 
+/// One-shot bufferization across function boundaries (identity layouts)
+/// and ownership-based deallocation: what every target starts with after
+/// dsf-to-linalg.
+LogicalResult buildBufferization(OpPassManager &pm);
+
 /// dsf-to-linalg, bufferization with deallocation, loops, LLVM: the host
 /// (CPU) pipeline, registered as `dsf-lower-cpu`.
 LogicalResult buildCpuPipeline(OpPassManager &pm);

@@ -13,18 +13,25 @@ LogicalResult mlir::dsf::buildCpuPipeline(OpPassManager &pm) {
   return buildCpuPipelineFromLinalg(pm);
 }
 
-LogicalResult mlir::dsf::buildCpuPipelineFromLinalg(OpPassManager &pm) {
+LogicalResult mlir::dsf::buildBufferization(OpPassManager &pm) {
   // Tensors bufferize across function boundaries with identity layouts, so
   // entry points take plain memrefs the runtime can describe. Ownership-based
   // deallocation frees every intermediate buffer; an entry point's results
-  // are the caller's to free. Then loops and LLVM (math through LLVM
-  // intrinsics, libm where LLVM has none).
+  // are the caller's to free.
   if (failed(parsePassPipeline("canonicalize,"
                                "one-shot-bufferize{bufferize-function-boundaries=1 "
                                "function-boundary-type-conversion=identity-layout-map}",
                                pm)))
     return failure();
   bufferization::buildBufferDeallocationPipeline(pm);
+  return success();
+}
+
+LogicalResult mlir::dsf::buildCpuPipelineFromLinalg(OpPassManager &pm) {
+  // Bufferization, then loops and LLVM (math through LLVM intrinsics, libm
+  // where LLVM has none).
+  if (failed(buildBufferization(pm)))
+    return failure();
   return parsePassPipeline("canonicalize,convert-linalg-to-loops,lower-affine,"
                            "expand-strided-metadata,lower-affine,convert-scf-to-cf,convert-bufferization-to-memref,"
                            "finalize-memref-to-llvm,convert-math-to-llvm,"

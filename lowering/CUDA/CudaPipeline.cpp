@@ -15,19 +15,14 @@
 //===----------------------------------------------------------------------===//
 #include "lowering/Passes.h"
 
-#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 
 using namespace mlir;
 
 LogicalResult mlir::dsf::buildCudaPipelineFromLinalg(OpPassManager &pm, const CudaPipelineOptions &options) {
-  if (failed(parsePassPipeline("canonicalize,"
-                               "one-shot-bufferize{bufferize-function-boundaries=1 "
-                               "function-boundary-type-conversion=identity-layout-map}",
-                               pm)))
+  if (failed(buildBufferization(pm)))
     return failure();
-  bufferization::buildBufferDeallocationPipeline(pm);
   // The toolkit also gives libdevice (math functions as __nv_*), linked in
   // either way.
   std::string binary = std::string(options.emitPtx ? "isa" : "bin") + " toolkit=" + options.toolkit;

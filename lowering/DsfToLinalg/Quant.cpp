@@ -155,22 +155,32 @@ Value bf16Round(OpBuilder &b, Location loc, Value x) {
   });
 }
 
-/// Channels [from, from + count) of x's last axis.
-Value lastAxisSlice(OpBuilder &b, Location loc, Value x, int64_t from, int64_t count) {
-  auto type = tensorType(x);
+/// The slice of x's channels [from, from + count) (every other axis whole):
+/// offsets, sizes and strides for tensor.extract_slice / insert_slice.
+struct ChannelSlice {
   SmallVector<OpFoldResult> offsets, sizes, strides;
+};
+ChannelSlice channels(OpBuilder &b, Location loc, Value x, int64_t from, int64_t count) {
+  auto type = tensorType(x);
+  ChannelSlice s;
   for (int64_t d = 0; d < type.getRank(); ++d) {
     bool last = d + 1 == type.getRank();
-    offsets.push_back(b.getIndexAttr(last ? from : 0));
-    sizes.push_back(last ? OpFoldResult(b.getIndexAttr(count))
-                         : type.isDynamicDim(d) ? OpFoldResult(tensor::DimOp::create(b, loc, x, d).getResult())
-                                                : OpFoldResult(b.getIndexAttr(type.getDimSize(d))));
-    strides.push_back(b.getIndexAttr(1));
+    s.offsets.push_back(b.getIndexAttr(last ? from : 0));
+    s.sizes.push_back(last ? OpFoldResult(b.getIndexAttr(count))
+                           : type.isDynamicDim(d) ? OpFoldResult(tensor::DimOp::create(b, loc, x, d).getResult())
+                                                  : OpFoldResult(b.getIndexAttr(type.getDimSize(d))));
+    s.strides.push_back(b.getIndexAttr(1));
   }
+  return s;
+}
+
+Value lastAxisSlice(OpBuilder &b, Location loc, Value x, int64_t from, int64_t count) {
+  auto type = tensorType(x);
+  ChannelSlice s = channels(b, loc, x, from, count);
   SmallVector<int64_t> shape(type.getShape());
   shape.back() = count;
-  return tensor::ExtractSliceOp::create(b, loc, RankedTensorType::get(shape, type.getElementType()), x, offsets, sizes,
-                                        strides);
+  return tensor::ExtractSliceOp::create(b, loc, RankedTensorType::get(shape, type.getElementType()), x, s.offsets,
+                                        s.sizes, s.strides);
 }
 
 /// Formats: E4M3 or E2M1 elements with 1-D UE8M0 / E4M3 block scales,
@@ -201,16 +211,8 @@ struct QuantizeLowering : DsfPattern<QuantizeOp> {
     auto type = tensorType(x);
     Value out = emptyTensor(b, loc, type, x);
     for (auto [part, from, count] : {std::make_tuple(head, int64_t(0), width - tail), std::make_tuple(rest, width - tail, tail)}) {
-      SmallVector<OpFoldResult> offsets, sizes, strides;
-      for (int64_t d = 0; d < type.getRank(); ++d) {
-        bool last = d + 1 == type.getRank();
-        offsets.push_back(b.getIndexAttr(last ? from : 0));
-        sizes.push_back(last ? OpFoldResult(b.getIndexAttr(count))
-                             : type.isDynamicDim(d) ? OpFoldResult(tensor::DimOp::create(b, loc, x, d).getResult())
-                                                    : OpFoldResult(b.getIndexAttr(type.getDimSize(d))));
-        strides.push_back(b.getIndexAttr(1));
-      }
-      out = tensor::InsertSliceOp::create(b, loc, part, out, offsets, sizes, strides);
+      ChannelSlice s = channels(b, loc, x, from, count);
+      out = tensor::InsertSliceOp::create(b, loc, part, out, s.offsets, s.sizes, s.strides);
     }
     b.replaceOp(op, out);
     return success();

@@ -156,6 +156,24 @@ struct Progress {
 };
 } // namespace
 
+/// --dump-logits: the ids fed, each computed row's position, its logits.
+bool writeDump(const std::string &path, const Manifest &m, const std::string &artifactPath,
+               const std::vector<int32_t> &ids, const std::vector<int32_t> &positions, const std::vector<float> &logits,
+               std::string &error) {
+  auto tensor = [](const char *name, DType dtype, std::vector<int64_t> shape, const void *data, size_t bytes) {
+    OwnedTensor t{name, dtype, std::move(shape), {}};
+    t.data.resize(bytes);
+    std::memcpy(t.data.data(), data, bytes);
+    return t;
+  };
+  int64_t rows = int64_t(positions.size());
+  return writeSafetensors(path,
+                          {tensor("input_ids", DType::I32, {int64_t(ids.size())}, ids.data(), ids.size() * 4),
+                           tensor("positions", DType::I32, {rows}, positions.data(), positions.size() * 4),
+                           tensor("logits", DType::F32, {rows, m.vocabSize}, logits.data(), logits.size() * 4)},
+                          {{"model", m.model}, {"artifact", artifactPath}, {"prefill", m.prefillMode}}, error);
+}
+
 /// Requests over the cache tiers: one (--prompt-ids) or one a line of stdin
 /// (--multi-turn), each the whole prompt; the session's state goes to the
 /// host pool between them, blocks of global KV to --cache-dir.
@@ -247,21 +265,8 @@ int serve(const Artifact &artifact, const WeightSource &weights, const HostModel
       return fail("--stats-json: cannot write " + statsJson);
   }
   // --dump-logits: the last request's rows.
-  if (!dumpPath.empty()) {
-    int64_t count = int64_t(positions.size());
-    OwnedTensor l{"logits", DType::F32, {count, m.vocabSize}, {}};
-    l.data.resize(rows.size() * 4);
-    std::memcpy(l.data.data(), rows.data(), l.data.size());
-    std::vector<int32_t> all = lastIds;
-    OwnedTensor in{"input_ids", DType::I32, {int64_t(all.size())}, {}};
-    in.data.resize(all.size() * 4);
-    std::memcpy(in.data.data(), all.data(), in.data.size());
-    OwnedTensor pos{"positions", DType::I32, {count}, {}};
-    pos.data.resize(size_t(count) * 4);
-    std::memcpy(pos.data.data(), positions.data(), pos.data.size());
-    if (!writeSafetensors(dumpPath, {in, pos, l}, {{"model", m.model}, {"artifact", artifactPath}}, error))
-      return fail(error);
-  }
+  if (!dumpPath.empty() && !writeDump(dumpPath, m, artifactPath, lastIds, positions, rows, error))
+    return fail(error);
   return 0;
 }
 
@@ -441,21 +446,8 @@ int main(int argc, char **argv) {
   double decodeSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - decodeStart).count();
   if (maxNew > 0)
     progress.done("generation");
-  if (!dumpPath.empty()) {
-    int64_t rows = int64_t(rowPositions.size());
-    OwnedTensor l{"logits", DType::F32, {rows, m.vocabSize}, {}};
-    l.data.resize(allLogits.size() * 4);
-    std::memcpy(l.data.data(), allLogits.data(), l.data.size());
-    OwnedTensor in{"input_ids", DType::I32, {int64_t(sequenceIds.size())}, {}};
-    in.data.resize(sequenceIds.size() * 4);
-    std::memcpy(in.data.data(), sequenceIds.data(), in.data.size());
-    OwnedTensor positions{"positions", DType::I32, {rows}, {}};
-    positions.data.resize(size_t(rows) * 4);
-    std::memcpy(positions.data.data(), rowPositions.data(), positions.data.size());
-    if (!writeSafetensors(dumpPath, {in, positions, l},
-                          {{"model", m.model}, {"artifact", artifactPath}, {"prefill", m.prefillMode}}, error))
-      return fail(error);
-  }
+  if (!dumpPath.empty() && !writeDump(dumpPath, m, artifactPath, sequenceIds, rowPositions, allLogits, error))
+    return fail(error);
   if (timing) {
     std::fprintf(stderr, "dsf-run: timing: prefill %zu tokens %.3f s (%.1f tokens/s)", ids.size(), prefillSeconds,
                  double(ids.size()) / prefillSeconds);
