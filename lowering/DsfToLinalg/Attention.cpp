@@ -52,6 +52,25 @@ Value positionAt(OpBuilder &b, Location loc, Value positions, Value t) {
   return arith::IndexCastOp::create(b, loc, b.getIndexType(), p);
 }
 
+/// dots[t, h, j] = q[t, h, :] . rows[j, :]: every head of every query
+/// against every row (index keys, window rows).
+Value headDots(OpBuilder &b, Location loc, Value q, Value rows) {
+  MLIRContext *ctx = b.getContext();
+  auto type = RankedTensorType::get({ShapedType::kDynamic, tensorType(q).getDimSize(1), ShapedType::kDynamic},
+                                    b.getF32Type());
+  Value init = filled(b, loc, f32Const(b, loc, 0),
+                      tensor::EmptyOp::create(b, loc, type, ValueRange{dim0(b, loc, q), dim0(b, loc, rows)}));
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{type}, ValueRange{q, rows}, ValueRange{init},
+             ArrayRef<AffineMap>{pick(ctx, 4, {0, 1, 3}), pick(ctx, 4, {2, 3}), pick(ctx, 4, {0, 1, 2})},
+             iterators(3, 1),
+             [&](OpBuilder &nb, Location l, ValueRange a) {
+               Value p = arith::MulFOp::create(nb, l, a[0], a[1]);
+               linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], p).getResult());
+             })
+      .getResult(0);
+}
+
 /// Window and cache writes keep the rows (quantized ones as their decoded
 /// values, see Quant.cpp), after the prior rows of a continued sequence.
 template <typename OpTy>
@@ -238,21 +257,9 @@ struct IndexTopkLowering : DsfPattern<IndexTopkOp> {
     MLIRContext *ctx = b.getContext();
     Value q = adaptor.getQueries(), w = adaptor.getWeights(), keys = adaptor.getKeys();
     auto cacheType = llvm::cast<CacheType>(op.getKeys().getType());
-    int64_t ratio = cacheType.getRatio(), k = op.getK(), heads = tensorType(q).getDimSize(1);
+    int64_t ratio = cacheType.getRatio(), k = op.getK();
     auto f32 = b.getF32Type();
-    // dots[t, h, j] = q[t, h, :] . keys[j, :]
-    auto dotType = RankedTensorType::get({ShapedType::kDynamic, heads, ShapedType::kDynamic}, f32);
-    Value dotsInit = filled(b, loc, f32Const(b, loc, 0),
-                            tensor::EmptyOp::create(b, loc, dotType, ValueRange{dim0(b, loc, q), dim0(b, loc, keys)}));
-    Value dots = linalg::GenericOp::create(
-                     b, loc, TypeRange{dotType}, ValueRange{q, keys}, ValueRange{dotsInit},
-                     ArrayRef<AffineMap>{pick(ctx, 4, {0, 1, 3}), pick(ctx, 4, {2, 3}), pick(ctx, 4, {0, 1, 2})},
-                     iterators(3, 1),
-                     [&](OpBuilder &nb, Location l, ValueRange a) {
-                       Value p = arith::MulFOp::create(nb, l, a[0], a[1]);
-                       linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], p).getResult());
-                     })
-                     .getResult(0);
+    Value dots = headDots(b, loc, q, keys);
     // scores[t, j] = sum_h (w[t, h] * scale) * relu(dots[t, h, j])
     auto scoreType = RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, f32);
     Value tokens = dim0(b, loc, q), entries = dim0(b, loc, keys);
@@ -440,16 +447,7 @@ struct AttentionLowering : DsfPattern<AttentionOp> {
 
     auto logitsType = RankedTensorType::get({ShapedType::kDynamic, heads, ShapedType::kDynamic}, f32);
     // Window logits, masked to rows (off + t - W, off + t].
-    Value winInit = filled(b, loc, f32Const(b, loc, 0), tensor::EmptyOp::create(b, loc, logitsType, ValueRange{tokens, rows}));
-    Value winDots = linalg::GenericOp::create(
-                        b, loc, TypeRange{logitsType}, ValueRange{q, window}, ValueRange{winInit},
-                        ArrayRef<AffineMap>{pick(ctx, 4, {0, 1, 3}), pick(ctx, 4, {2, 3}), pick(ctx, 4, {0, 1, 2})},
-                        iterators(3, 1),
-                        [&](OpBuilder &nb, Location l, ValueRange a) {
-                          Value p = arith::MulFOp::create(nb, l, a[0], a[1]);
-                          linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], p).getResult());
-                        })
-                        .getResult(0);
+    Value winDots = headDots(b, loc, q, window);
     Value winLogits = elementwise(b, loc, ValueRange{winDots}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
       Value t = linalg::IndexOp::create(nb, l, 0), j = linalg::IndexOp::create(nb, l, 2);
       Value self = arith::AddIOp::create(nb, l, t, off);
