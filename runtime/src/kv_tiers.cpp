@@ -200,14 +200,12 @@ std::unique_ptr<PrefixStore> PrefixStore::open(const Options &options, const Man
 
 std::string PrefixStore::recordPath(uint64_t hash) const { return options_.dir + "/" + hex(hash) + kRecordSuffix; }
 
-std::vector<uint64_t> PrefixStore::chain(const std::vector<int32_t> &ids, int64_t blocks) const {
-  std::vector<uint64_t> hashes;
-  uint64_t h = modelHash_;
-  for (int64_t k = 0; k < blocks; ++k) {
-    h = mix(h ^ 0x9e3779b97f4a7c15ull, ids.data() + k * options_.blockTokens, size_t(options_.blockTokens) * 4);
-    hashes.push_back(h);
+void PrefixStore::extendChain(const std::vector<int32_t> &ids, std::vector<uint64_t> &chain, int64_t blocks) const {
+  while (int64_t(chain.size()) < blocks) {
+    uint64_t parent = chain.empty() ? modelHash_ : chain.back();
+    chain.push_back(mix(parent ^ 0x9e3779b97f4a7c15ull, ids.data() + int64_t(chain.size()) * options_.blockTokens,
+                        size_t(options_.blockTokens) * 4));
   }
-  return hashes;
 }
 
 int64_t PrefixStore::bytes() const {
@@ -217,10 +215,10 @@ int64_t PrefixStore::bytes() const {
   return total;
 }
 
-int64_t PrefixStore::restore(const std::vector<int32_t> &ids, int64_t maxTokens, Sequence &sequence, int64_t &bytes,
-                             std::vector<std::string> &warnings) {
+int64_t PrefixStore::restore(const std::vector<int32_t> &ids, std::vector<uint64_t> &hashes, int64_t maxTokens,
+                             Sequence &sequence, int64_t &bytes, std::vector<std::string> &warnings) {
   int64_t B = options_.blockTokens, blocks = std::min<int64_t>(maxTokens, int64_t(ids.size())) / B;
-  std::vector<uint64_t> hashes = chain(ids, blocks);
+  extendChain(ids, hashes, blocks);
   std::map<std::string, StateTensor> state;
   for (const StateSlot &s : manifest_->state)
     state[s.name] = StateTensor{0, s.width, {}};
@@ -343,14 +341,14 @@ int64_t PrefixStore::restore(const std::vector<int32_t> &ids, int64_t maxTokens,
   return found * B;
 }
 
-int64_t PrefixStore::persist(const std::vector<int32_t> &ids, const Sequence &sequence,
+int64_t PrefixStore::persist(const std::vector<int32_t> &ids, std::vector<uint64_t> &hashes, const Sequence &sequence,
                              std::vector<std::string> &warnings) {
   int64_t B = options_.blockTokens, end = sequence.length;
   if (!writable_ || end % B || end == 0 || int64_t(ids.size()) < end)
     return 0;
   int64_t k = end / B;
-  std::vector<uint64_t> hashes = chain(ids, k);
-  std::string path = recordPath(hashes.back()), name = hex(hashes.back()) + kRecordSuffix;
+  extendChain(ids, hashes, k);
+  std::string path = recordPath(hashes[size_t(k - 1)]), name = hex(hashes[size_t(k - 1)]) + kRecordSuffix;
   struct stat st;
   if (::stat(path.c_str(), &st) == 0)
     return 0;   // there already (a bad one is removed when read, then rewritten)
@@ -383,7 +381,7 @@ int64_t PrefixStore::persist(const std::vector<int32_t> &ids, const Sequence &se
   putValue<uint32_t>(header, kRecordVersion);
   putValue<uint32_t>(header, 0);
   putValue<uint64_t>(header, modelHash_);
-  putValue<uint64_t>(header, hashes.back());
+  putValue<uint64_t>(header, hashes[size_t(k - 1)]);
   putValue<uint64_t>(header, k > 1 ? hashes[size_t(k - 2)] : modelHash_);
   putValue<uint32_t>(header, uint32_t(k));
   putValue<uint32_t>(header, uint32_t(B));
@@ -453,14 +451,16 @@ int64_t HostPool::put(const std::string &session, const std::vector<int32_t> &id
   e.expires = now + std::chrono::seconds(options_.ttlSeconds);
   e.used = now;
   int64_t stored = int64_t(e.packed.size());
+  erase(session);
+  bytes_ += stored;
   sessions_[session] = std::move(e);
   // Least recently used sessions go first past the bound (never the new one).
-  while (bytes() > options_.maxBytes && sessions_.size() > 1) {
+  while (bytes_ > options_.maxBytes && sessions_.size() > 1) {
     auto oldest = sessions_.end();
     for (auto it = sessions_.begin(); it != sessions_.end(); ++it)
       if (it->first != session && (oldest == sessions_.end() || it->second.used < oldest->second.used))
         oldest = it;
-    sessions_.erase(oldest);
+    erase(oldest->first);
   }
   return stored;
 }
@@ -471,7 +471,7 @@ bool HostPool::get(const std::string &session, std::vector<int32_t> &ids, Sequen
     return false;
   auto now = std::chrono::steady_clock::now();
   if (now >= it->second.expires) {
-    sessions_.erase(it);
+    erase(session);
     return false;
   }
   Entry &e = it->second;
@@ -481,7 +481,7 @@ bool HostPool::get(const std::string &session, std::vector<int32_t> &ids, Sequen
   for (const StateSlot &slot : manifest_->state) {
     StateTensor t;
     if (!unpackState(slot, e.packed, at, t, error)) {
-      sessions_.erase(it);
+      erase(session);
       return false;
     }
     s.state[slot.name] = std::move(t);
@@ -494,11 +494,12 @@ bool HostPool::get(const std::string &session, std::vector<int32_t> &ids, Sequen
   return true;
 }
 
-int64_t HostPool::bytes() const {
-  int64_t total = 0;
-  for (const auto &[name, e] : sessions_)
-    total += int64_t(e.packed.size());
-  return total;
+void HostPool::erase(const std::string &session) {
+  auto it = sessions_.find(session);
+  if (it == sessions_.end())
+    return;
+  bytes_ -= int64_t(it->second.packed.size());
+  sessions_.erase(it);
 }
 
 } // namespace dsf::rt

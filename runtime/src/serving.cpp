@@ -65,6 +65,7 @@ bool Server::request(const std::string &session, const std::vector<int32_t> &ids
   }
   Sequence sequence;
   int64_t have = 0;
+  std::vector<uint64_t> chain;   // the prefix store's block hashes of this request's tokens
   // 1. The session's whole state, if the pool has it and the prompt goes on
   // from it.
   if (options_.pool && !session.empty()) {
@@ -88,7 +89,7 @@ bool Server::request(const std::string &session, const std::vector<int32_t> &ids
     Sequence s;
     int64_t bytes = 0;
     auto t = std::chrono::steady_clock::now();
-    int64_t got = options_.store->restore(ids, n - 1, s, bytes, stats.warnings);
+    int64_t got = options_.store->restore(ids, chain, n - 1, s, bytes, stats.warnings);
     stats.restoreSeconds = since(t);
     if (got > 0) {
       int64_t window = 0, layers = 0;
@@ -125,7 +126,7 @@ bool Server::request(const std::string &session, const std::vector<int32_t> &ids
   std::vector<int32_t> tokens = ids;
   auto persist = [&] {
     if (options_.store && sequence.length % options_.store->blockTokens() == 0) {
-      int64_t written = options_.store->persist(tokens, sequence, stats.warnings);
+      int64_t written = options_.store->persist(tokens, chain, sequence, stats.warnings);
       stats.ssdBytesWritten += written;
       stats.blocksWritten += written > 0;
     }

@@ -66,14 +66,23 @@ public:
   /// go into `sequence` (length = the prefix, windows empty). Returns the
   /// prefix length (0: nothing). `bytes` counts what was read; `warnings`
   /// says what was skipped and why.
-  int64_t restore(const std::vector<int32_t> &ids, int64_t maxTokens, Sequence &sequence, int64_t &bytes,
-                  std::vector<std::string> &warnings);
+  /// `chain` holds the chained hashes of ids' first blocks (see extendChain);
+  /// it is extended as far as the lookup needs.
+  int64_t restore(const std::vector<int32_t> &ids, std::vector<uint64_t> &chain, int64_t maxTokens,
+                  Sequence &sequence, int64_t &bytes, std::vector<std::string> &warnings);
 
   /// Persists the block that ends at sequence.length (a multiple of the
   /// block size), `ids` being the sequence's tokens. Skipped when present.
   /// Returns the bytes written; a failure (a full disk) is a warning, and
   /// persisting stops for this store.
-  int64_t persist(const std::vector<int32_t> &ids, const Sequence &sequence, std::vector<std::string> &warnings);
+  int64_t persist(const std::vector<int32_t> &ids, std::vector<uint64_t> &chain, const Sequence &sequence,
+                  std::vector<std::string> &warnings);
+
+  /// Extends `chain` (the hashes of ids' first chain.size() blocks, each
+  /// over its parent's) to `blocks` hashes, hashing only the new blocks: a
+  /// request keeps one chain as its tokens grow, so persisting block k costs
+  /// one block's hashing, not k.
+  void extendChain(const std::vector<int32_t> &ids, std::vector<uint64_t> &chain, int64_t blocks) const;
 
   /// Bytes of records in the index.
   int64_t bytes() const;
@@ -81,7 +90,6 @@ public:
 private:
   PrefixStore() = default;
   std::string recordPath(uint64_t hash) const;
-  std::vector<uint64_t> chain(const std::vector<int32_t> &ids, int64_t blocks) const;
   void evict(std::vector<std::string> &warnings);
 
   Options options_;
@@ -109,7 +117,7 @@ public:
   int64_t put(const std::string &session, const std::vector<int32_t> &ids, const Sequence &sequence);
   /// The session's state if it is there and has not expired (it stays).
   bool get(const std::string &session, std::vector<int32_t> &ids, Sequence &sequence, int64_t &bytes);
-  int64_t bytes() const;
+  int64_t bytes() const { return bytes_; }
 
 private:
   struct Entry {
@@ -118,9 +126,12 @@ private:
     std::string packed;
     std::chrono::steady_clock::time_point expires, used;
   };
+  void erase(const std::string &session);
+
   const Manifest *manifest_;
   Options options_;
   std::map<std::string, Entry> sessions_;
+  int64_t bytes_ = 0;   // of every session's packed state
 };
 
 } // namespace dsf::rt
