@@ -213,7 +213,7 @@ LogicalResult verifyWeightUses(ModelOp model) {
 /// function argument its body only appends to, or any function argument in
 /// @replay, which reads restored caches (dsf-thread-state).
 bool isPriorCache(LayerOp layer, unsigned k) {
-  if (!llvm::isa<BlockArgument>(layer.getInputs()[k]) || layer.getInputs()[k].getDefiningOp())
+  if (!llvm::isa<BlockArgument>(layer.getInputs()[k]))
     return false;
   // @replay reads a restored cache as it is.
   if (auto func = layer->getParentOfType<func::FuncOp>(); func && func->hasAttr("dsf.replay"))
