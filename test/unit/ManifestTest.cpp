@@ -63,3 +63,64 @@ TEST(Manifest, NamesTheFieldAtFault) {
                  "manifest: cache_plan[0].ttl_seconds: expected an integer");
   expectRejected("\"model\": \"tiny\"", "\"name\": \"tiny\"", "manifest: model: missing");
 }
+
+namespace {
+/// `sample()` with a decode entry point that takes and returns one window.
+std::string withStateJson() {
+  Manifest m = sample();
+  EntryPoint d = m.entryPoints[0];
+  d.name = "decode";
+  d.symbol = "dsf_entry_decode";
+  d.inputs.push_back({"state:layers.0.window", "f32", {-1, 128}});
+  d.outputs.push_back({"state:layers.0.window", "f32", {-1, 128}});
+  m.entryPoints[0].outputs.push_back({"state:layers.0.window", "f32", {-1, 128}});
+  m.entryPoints.push_back(d);
+  StateSlot slot;
+  slot.name = "layers.0.window";
+  slot.kind = "window";
+  slot.width = 128;
+  slot.windowSize = 16;
+  slot.element = "e4m3";
+  slot.scale = "ue8m0";
+  slot.block = 32;
+  m.state = {slot};
+  return manifestToJson(m);
+}
+
+void expectStateRejected(const std::string &from, const std::string &to, const std::string &message,
+                         size_t occurrence = 0) {
+  std::string json = withStateJson();
+  size_t at = json.find(from);
+  for (size_t i = 0; i < occurrence && at != std::string::npos; ++i)
+    at = json.find(from, at + 1);
+  ASSERT_NE(at, std::string::npos) << from;
+  json.replace(at, from.size(), to);
+  Manifest m;
+  std::string error;
+  EXPECT_FALSE(manifestFromJson(json, m, error));
+  EXPECT_EQ(error, message);
+}
+} // namespace
+
+TEST(Manifest, StateRoundTrips) {
+  Manifest m;
+  std::string error;
+  ASSERT_TRUE(manifestFromJson(withStateJson(), m, error)) << error;
+  ASSERT_EQ(m.state.size(), 1u);
+  ASSERT_NE(m.slot("layers.0.window"), nullptr);
+  EXPECT_EQ(m.slot("layers.0.window")->windowSize, 16);
+  EXPECT_EQ(m.slot("layers.0.window")->element, "e4m3");
+  EXPECT_EQ(m.entryPoints[1].inputs.back().name, "state:layers.0.window");
+}
+
+TEST(Manifest, StateErrorsNameTheFieldAtFault) {
+  expectStateRejected("\"kind\": \"window\"", "\"kind\": \"ring\"",
+                      "manifest: state[0].kind: expected window, kv, index_keys or carry, got 'ring'");
+  expectStateRejected("\"window_size\": 16", "\"window_size\": 0",
+                      "manifest: state[0]: expected a positive width, window size (windows) and ratio (caches)");
+  expectStateRejected("\"name\": \"layers.0.window\"", "\"name\": \"layers.1.window\"",
+                      "manifest: state: entry point 'prefill' uses state 'layers.0.window', which is not described");
+  expectStateRejected("\"state\": [", "\"nostate\": [", "manifest: state: expected an array");
+  expectStateRejected("\"name\": \"logits\"", "\"name\": \"logit\"",
+                      "manifest: entry_points[0].outputs: expected the logits first");
+}
