@@ -34,4 +34,41 @@ def SinkGlobalsIntoKernels : Pass<"dsf-sink-globals-into-kernels", "::mlir::Modu
   let dependentDialects = ["::mlir::memref::MemRefDialect", "::mlir::gpu::GPUDialect"];
 }
 
+def CopiesToLinalg : Pass<"dsf-copies-to-linalg", "::mlir::ModuleOp"> {
+  let summary = "Turn the host code's buffer copies into linalg.copy, so that they become kernels";
+  let description = [{
+    Bufferization and the lowering of `bufferization.clone` leave
+    `memref.copy` ops in the host code, which finalize-memref-to-llvm turns
+    into a host memcpy. On the GPU the buffers live in device memory the host
+    does not touch, so every copy outside a gpu.module becomes a
+    `linalg.copy`, which the CUDA pipeline maps to a kernel like any other
+    linalg op. Copies inside gpu.modules are left alone.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect"];
+}
+
+def PlaceBuffers : Pass<"dsf-place-buffers", "::mlir::ModuleOp"> {
+  let summary = "Keep the host code's own scratch on the host and prove it touches no device buffer";
+  let description = [{
+    After kernel outlining, decides where each buffer of the host code lives.
+    A buffer whose contents the host code reads or writes (memref.load,
+    memref.store, directly or through views and calls) and that no kernel
+    uses is host scratch, such as the pointer and ownership arrays of the
+    lowered deallocations: it becomes a `memref.alloca` on the stack (it must
+    have a static shape and stay in its function). Every other buffer is a
+    device buffer, allocated by the runtime in device memory, which the host
+    code never dereferences: that is what lets the runtime queue kernels
+    without synchronizing between them.
+
+    The host code may also read an entry point's token inputs (the arguments
+    before its `dsf.state` and `dsf.weights`: ids, positions, image mask),
+    which the runtime keeps in host-visible memory; it uses them for shapes
+    that depend on positions. Anything else is an error naming the op: the
+    host code touching a buffer kernels use, writing an entry point's
+    argument, reading its state or weights, or host scratch of dynamic size
+    or returned from its function.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 #endif // DSF_LOWERING_PASSES_TD

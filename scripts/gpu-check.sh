@@ -4,11 +4,13 @@
 # where the GPU is (which has the driver and Python with NumPy, not the
 # compiler).
 #
-#   scripts/gpu-check.sh prepare   # here: build/gpu-run/ with the artifacts, dsf-run, golden data
+#   scripts/gpu-check.sh prepare   # here: build/gpu-run/ with the artifacts, dsf-run, golden data,
+#                                  # packed into build/gpu-pack/gpu-run.tar.xz (the kernels compress 5:1)
 #   scripts/gpu-check.sh run       # on the GPU machine, from the repository root
 #
 # Through the device tool: run `bash scripts/gpu-check.sh run` with carry
-# ["build/gpu-run"]. It runs the tiny V4.1 (quantizers on, NeMo's golden
+# ["build/gpu-pack"]. It also leaves the artifacts in build/gpu-run for the
+# benchmarks (bench/gpu_v4_vs_transformers.py). It runs the tiny V4.1 (quantizers on, NeMo's golden
 # weights) and the tiny V4 (transformers' golden weights) through their CUDA
 # artifacts, compares them with the CPU artifacts and the golden logits,
 # decodes on the GPU and checks it against the GPU prefill, and runs
@@ -25,15 +27,23 @@ prepare)
   build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cpu -o $G/cpu.dsfa
   build/bin/dsf-compile models/deepseek-v4-tiny --no-kv-quant --target=cuda -o $G/v4cuda.dsfa
   build/bin/dsf-compile models/deepseek-v4-tiny --no-kv-quant --target=cpu -o $G/v4cpu.dsfa
+  build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cuda -o $G/v4small-cuda.dsfa
   cp build/bin/dsf-run test/runtime/Inputs/check_logits.py test/reference/safetensors_io.py $G/
   cp "$golden/weights.safetensors" "$golden/io.safetensors" $G/
-  du -sh $G
+  mkdir -p build/gpu-pack
+  tar -C $G -cf - . | xz -6 -T2 > build/gpu-pack/gpu-run.tar.xz
+  du -sh $G build/gpu-pack
   ;;
 run)
+  if [[ -f build/gpu-pack/gpu-run.tar.xz ]]; then
+    mkdir -p $G
+    python3 -c "import tarfile; tarfile.open('build/gpu-pack/gpu-run.tar.xz').extractall('$G')"
+  fi
   R=$G/dsf-run
-  OUT=${OUT:-/tmp/dsf-gpu-check}
+  # Logits files stay in a scratch folder; only the log goes to $OUT.
+  log=${OUT:-/tmp}/gpu-check.log
+  OUT=/tmp/dsf-gpu-check
   mkdir -p "$OUT"
-  log=$OUT/gpu-check.log
   C="python3 $G/check_logits.py"
   nvidia-smi --query-gpu=name,driver_version --format=csv | tee $log
   python3 - <<PY
@@ -55,6 +65,10 @@ PY
   done
   $R $G/cuda.dsfa --weights $G/weights.safetensors --prompt-ids @/tmp/pre --then-ids @/tmp/rest --dump-logits $OUT/cuda-dec.logits
   $C $OUT/cuda-dec.logits --against $OUT/cuda1.logits --exact || true
+  # Speed of the tiny V4.1 (warm): queued launches, then a synchronize after
+  # each launch (DSF_CUDA_SYNC=1), the first CUDA path's way, as the anchor.
+  $R $G/cuda.dsfa --weights $G/weights.safetensors --prompt-ids @/tmp/ids1 --max-new-tokens 33 --timing --warmup 2 2>&1 | grep timing
+  DSF_CUDA_SYNC=1 $R $G/cuda.dsfa --weights $G/weights.safetensors --prompt-ids @/tmp/ids1 --max-new-tokens 33 --timing --warmup 2 2>&1 | grep timing
   for r in 0 1; do
     $R $G/v4cuda.dsfa --weights test/golden/v4-tiny/weights.safetensors --prompt-ids @/tmp/v4ids$r --dump-logits $OUT/v4cuda$r.logits --timing
     $C $OUT/v4cuda$r.logits --golden test/golden/v4-tiny/io.safetensors --key logits_selective --row $r --max-rel 1e-4 --min-argmax 100 || true

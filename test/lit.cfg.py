@@ -43,6 +43,11 @@ import shutil, subprocess
 if shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0:
     config.available_features.add("cuda-gpu")
 
+# The Redis host pool: dsf built with hiredis, and a redis-server to start
+# (Debian's redis-server; scripts/setup.sh installs both).
+if config.dsf_have_hiredis and shutil.which("redis-server"):
+    config.available_features.add("redis")
+
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tools = [

@@ -7,10 +7,11 @@
 // LLVM's NVPTX backend (PTX) and ptxas (the CUDA toolkit's, which also
 // checks every kernel). The host code launches them through the mgpu* C
 // interface the runtime implements over libcuda, and allocates through
-// _mlir_memref_to_llvm_alloc, which the runtime maps to CUDA managed memory
-// so that kernels and the host code between them share buffers. It is the
-// numbers path on the GPU: fp32, one kernel per op, launch-bound; fused bf16
-// tensor-core kernels come next (issue 5).
+// _mlir_memref_to_llvm_alloc, which the runtime maps to device memory from a
+// caching pool; the host code never dereferences those buffers
+// (dsf-place-buffers checks it), so launches are queued on one stream with
+// no synchronization between them. It is the numbers path on the GPU: fp32,
+// one kernel per op; fused bf16 tensor-core kernels come next (issue 5).
 //
 //===----------------------------------------------------------------------===//
 #include "lowering/Passes.h"
@@ -26,10 +27,15 @@ LogicalResult mlir::dsf::buildCudaPipelineFromLinalg(OpPassManager &pm, const Cu
   // The toolkit also gives libdevice (math functions as __nv_*), linked in
   // either way.
   std::string binary = std::string(options.emitPtx ? "isa" : "bin") + " toolkit=" + options.toolkit;
-  std::string text = "canonicalize,convert-linalg-to-parallel-loops,"
+  // Copies become kernels like the rest (dsf-copies-to-linalg), and once the
+  // kernels are outlined dsf-place-buffers moves the host's own scratch to
+  // the stack and proves the host code dereferences no device buffer: the
+  // runtime then queues the kernels without synchronizing between them.
+  std::string text = "canonicalize,convert-bufferization-to-memref,dsf-copies-to-linalg,"
+                     "convert-linalg-to-parallel-loops,"
                      "scf-parallel-loop-tiling{parallel-loop-tile-sizes=128 no-min-max-bounds=true},"
                      "func.func(gpu-map-parallel-loops),convert-parallel-loops-to-gpu,dsf-sink-globals-into-kernels,"
-                     "gpu-kernel-outlining,convert-bufferization-to-memref,convert-scf-to-cf,"
+                     "gpu-kernel-outlining,dsf-place-buffers,convert-scf-to-cf,"
                      "expand-strided-metadata,nvvm-attach-target{chip=" + options.chip +
                      " features=+ptx80 O=3},lower-affine,"
                      "gpu.module(convert-gpu-to-nvvm,canonicalize,cse,reconcile-unrealized-casts),"

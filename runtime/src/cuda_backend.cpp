@@ -5,11 +5,21 @@
 // a GPU or a driver and only a CUDA artifact needs one. On top of it, the C
 // interface the kernels' host code calls (MLIR's gpu-to-llvm ABI):
 // mgpuModuleLoad / GetFunction / LaunchKernel / Stream*, and the allocation
-// functions of finalize-memref-to-llvm's generic mode, which return CUDA
-// managed memory so that kernels and the host code between them share
-// buffers. Failures inside those calls (which return nothing) are recorded,
-// with the kernel's name, and reported by the runtime after the entry point
-// returns; once one has happened, later launches are skipped.
+// functions of finalize-memref-to-llvm's generic mode, which return device
+// memory from a caching pool.
+//
+// The host code never dereferences those buffers (the compiler's
+// dsf-place-buffers proves it), and every kernel goes to one in-order
+// stream, so launches are queued without waiting: the per-launch
+// mgpuStreamSynchronize the host code calls is a no-op, and a buffer the
+// host code frees may be handed to the next allocation at once, since any
+// kernel that still reads it runs before any kernel launched later. The
+// runtime synchronizes once per entry point. DSF_CUDA_SYNC=1 waits after
+// every launch instead, to name the kernel that failed.
+//
+// Failures inside those calls (which return nothing) are recorded and
+// reported by the runtime after the entry point returns; once one has
+// happened, later launches are skipped.
 //
 //===----------------------------------------------------------------------===//
 #include "cuda_backend.h"
@@ -22,6 +32,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <unordered_map>
 
 namespace dsf::rt::cuda {
 namespace {
@@ -32,7 +43,8 @@ using CUmodule = void *;
 using CUfunction = void *;
 using CUstream = void *;
 using CUdeviceptr = unsigned long long;
-constexpr unsigned kMemAttachGlobal = 1;
+constexpr unsigned kHostAllocPortable = 1, kHostAllocDeviceMap = 2;
+constexpr CUresult kOutOfMemory = 2;
 
 struct Driver {
   void *library = nullptr;
@@ -51,13 +63,18 @@ struct Driver {
   CUresult (*cuStreamCreate)(CUstream *, unsigned) = nullptr;
   CUresult (*cuStreamDestroy)(CUstream) = nullptr;
   CUresult (*cuStreamSynchronize)(CUstream) = nullptr;
-  CUresult (*cuMemAllocManaged)(CUdeviceptr *, size_t, unsigned) = nullptr;
+  CUresult (*cuMemAlloc)(CUdeviceptr *, size_t) = nullptr;
   CUresult (*cuMemFree)(CUdeviceptr) = nullptr;
+  CUresult (*cuMemHostAlloc)(void **, size_t, unsigned) = nullptr;
+  CUresult (*cuMemFreeHost)(void *) = nullptr;
+  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream) = nullptr;
+  CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream) = nullptr;
   CUresult (*cuGetErrorName)(CUresult, const char **) = nullptr;
   CUcontext context = nullptr;
   CUstream stream = nullptr;
   std::string device;
   bool ready = false;
+  bool syncEachLaunch = false;   // DSF_CUDA_SYNC=1
 };
 
 Driver &driver() {
@@ -126,8 +143,12 @@ bool ensureDriver(std::string &error) {
   bind(d.cuStreamCreate, "cuStreamCreate");
   bind(d.cuStreamDestroy, "cuStreamDestroy_v2");
   bind(d.cuStreamSynchronize, "cuStreamSynchronize");
-  bind(d.cuMemAllocManaged, "cuMemAllocManaged");
+  bind(d.cuMemAlloc, "cuMemAlloc_v2");
   bind(d.cuMemFree, "cuMemFree_v2");
+  bind(d.cuMemHostAlloc, "cuMemHostAlloc");
+  bind(d.cuMemFreeHost, "cuMemFreeHost");
+  bind(d.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
+  bind(d.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
   bind(d.cuGetErrorName, "cuGetErrorName");
   if (!ok)
     return false;
@@ -152,6 +173,8 @@ bool ensureDriver(std::string &error) {
       !check(d.cuCtxSetCurrent(d.context), "cuCtxSetCurrent") || !check(d.cuStreamCreate(&d.stream, 0), "cuStreamCreate"))
     return false;
   d.device = name;
+  const char *sync = std::getenv("DSF_CUDA_SYNC");
+  d.syncEachLaunch = sync && *sync && std::string(sync) != "0";
   d.ready = true;
   return true;
 }
@@ -161,46 +184,169 @@ uint64_t launchCount() { return launches; }
 
 namespace {
 // Host memory handed out when the device could not allocate: the host code
-// in flight must not crash; its kernels are skipped and the error reported.
+// in flight only compares and passes addresses, so each must be distinct;
+// its kernels are skipped and the error reported.
 std::set<void *> &hostFallbacks() {
   static std::set<void *> blocks;
   return blocks;
 }
-} // namespace
 
-void *allocShared(size_t bytes) {
-  CUdeviceptr p = 0;
-  // Zero-sized buffers (empty windows, empty carries) still get an address.
-  CUresult r = driver().ready ? driver().cuMemAllocManaged(&p, bytes ? bytes : 16, kMemAttachGlobal) : 1;
-  if (r != 0) {
-    record("cuMemAllocManaged(" + std::to_string(bytes) + " bytes): " + errorName(r) +
-           (r == 2 ? " (out of device memory)" : ""));
-    void *host = std::calloc(1, bytes ? bytes : 16);
-    std::lock_guard<std::mutex> guard(errorLock);
-    hostFallbacks().insert(host);
-    return host;
-  }
-  return reinterpret_cast<void *>(p);
+/// The caching pool of device memory. Sizes are rounded (512 B below 1 MiB,
+/// 1 MiB above) and a request takes the smallest idle block that fits
+/// within twice its size. Blocks idle for a whole entry-point call go back
+/// to the driver (trim), so a sequence whose caches grow every call does
+/// not leave one block per length behind.
+struct Pool {
+  struct Block {
+    size_t bytes;
+    uint64_t lastUse;
+  };
+  std::multimap<size_t, CUdeviceptr> idle;
+  std::unordered_map<CUdeviceptr, Block> blocks;
+  uint64_t epoch = 0;
+  PoolStats stats;
+};
+
+Pool &pool() {
+  static Pool p;
+  return p;
 }
 
-void freeShared(void *p) {
-  if (!p)
-    return;
-  {
-    std::lock_guard<std::mutex> guard(errorLock);
-    if (hostFallbacks().erase(p)) {
-      std::free(p);
-      return;
+size_t roundUp(size_t bytes) {
+  const size_t small = 512, large = size_t(1) << 20;
+  if (bytes == 0)
+    bytes = 1;   // zero-sized buffers (empty windows, carries) still get an address
+  return bytes < large ? (bytes + small - 1) / small * small : (bytes + large - 1) / large * large;
+}
+
+void releaseIdle(bool all) {
+  Pool &p = pool();
+  for (auto it = p.idle.begin(); it != p.idle.end();) {
+    Pool::Block &b = p.blocks[it->second];
+    if (!all && b.lastUse + 1 >= p.epoch) {
+      ++it;
+      continue;
     }
+    driver().cuMemFree(it->second);
+    p.stats.cachedBytes -= b.bytes;
+    p.blocks.erase(it->second);
+    it = p.idle.erase(it);
   }
-  driver().cuMemFree(reinterpret_cast<CUdeviceptr>(p));
+}
+} // namespace
+
+void *deviceAlloc(size_t bytes) {
+  std::lock_guard<std::mutex> guard(errorLock);
+  Pool &p = pool();
+  size_t need = roundUp(bytes);
+  CUdeviceptr block = 0;
+  auto it = p.idle.lower_bound(need);
+  if (it != p.idle.end() && it->first <= 2 * need) {
+    block = it->second;
+    p.idle.erase(it);
+    p.stats.cachedBytes -= p.blocks[block].bytes;
+  } else {
+    CUresult r = driver().ready ? driver().cuMemAlloc(&block, need) : 1;
+    if (r == kOutOfMemory) {
+      // Cached blocks may still be read by queued kernels: wait, then give
+      // them all back and try once more.
+      driver().cuCtxSynchronize();
+      releaseIdle(true);
+      r = driver().cuMemAlloc(&block, need);
+    }
+    if (r != 0) {
+      if (firstError.empty())
+        firstError = "cuMemAlloc(" + std::to_string(bytes) + " bytes): " + errorName(r) +
+                     (r == kOutOfMemory ? " (out of device memory)" : "");
+      void *host = std::calloc(1, 16);
+      hostFallbacks().insert(host);
+      return host;
+    }
+    p.blocks[block] = {need, p.epoch};
+    p.stats.driverAllocations++;
+  }
+  Pool::Block &b = p.blocks[block];
+  b.lastUse = p.epoch;
+  p.stats.liveBytes += b.bytes;
+  p.stats.peakLiveBytes = std::max(p.stats.peakLiveBytes, p.stats.liveBytes);
+  return reinterpret_cast<void *>(block);
+}
+
+void deviceFree(void *ptr) {
+  if (!ptr)
+    return;
+  std::lock_guard<std::mutex> guard(errorLock);
+  if (hostFallbacks().erase(ptr)) {
+    std::free(ptr);
+    return;
+  }
+  Pool &p = pool();
+  auto block = reinterpret_cast<CUdeviceptr>(ptr);
+  auto it = p.blocks.find(block);
+  if (it == p.blocks.end()) {
+    if (firstError.empty())
+      firstError = "deviceFree: an address the pool did not hand out";
+    return;
+  }
+  p.stats.liveBytes -= it->second.bytes;
+  p.stats.cachedBytes += it->second.bytes;
+  p.idle.emplace(it->second.bytes, block);
+}
+
+void trimPool() {
+  std::lock_guard<std::mutex> guard(errorLock);
+  if (!driver().ready)
+    return;
+  releaseIdle(false);
+  ++pool().epoch;
+}
+
+PoolStats poolStats() {
+  std::lock_guard<std::mutex> guard(errorLock);
+  return pool().stats;
+}
+
+void *hostMappedAlloc(size_t bytes) {
+  void *p = nullptr;
+  CUresult r = driver().ready ? driver().cuMemHostAlloc(&p, bytes ? bytes : 16, kHostAllocPortable | kHostAllocDeviceMap)
+                              : 1;
+  if (r != 0) {
+    record("cuMemHostAlloc(" + std::to_string(bytes) + " bytes): " + errorName(r));
+    return nullptr;
+  }
+  return p;
+}
+
+void hostMappedFree(void *p) {
+  if (p && driver().ready)
+    driver().cuMemFreeHost(p);
+}
+
+bool copyToDevice(void *device, const void *host, size_t bytes) {
+  if (!bytes)
+    return true;
+  CUresult r = driver().cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(device), host, bytes, driver().stream);
+  if (r != 0)
+    record("copying " + std::to_string(bytes) + " bytes to the device: " + errorName(r));
+  return r == 0;
+}
+
+bool copyToHost(void *host, const void *device, size_t bytes) {
+  if (!bytes)
+    return true;
+  CUresult r = driver().cuMemcpyDtoHAsync(host, reinterpret_cast<CUdeviceptr>(device), bytes, driver().stream);
+  if (r != 0)
+    record("copying " + std::to_string(bytes) + " bytes from the device: " + errorName(r));
+  return r == 0;
 }
 
 bool synchronize(std::string &error) {
   if (driver().ready) {
     CUresult r = driver().cuCtxSynchronize();
     if (r != 0)
-      record("cuCtxSynchronize: " + errorName(r));
+      record("a kernel failed (" + errorName(r) + "); the last one launched was " +
+             (lastKernel.empty() ? std::string("none") : lastKernel) +
+             " (DSF_CUDA_SYNC=1 waits after each launch and names the one that failed)");
   }
   std::lock_guard<std::mutex> guard(errorLock);
   if (firstError.empty())
@@ -248,13 +394,9 @@ void *mgpuModuleGetFunction(void *module, const char *name) {
 
 void *mgpuStreamCreate() { return driver().stream; }
 void mgpuStreamDestroy(void *) {}
-void mgpuStreamSynchronize(void *stream) {
-  if (failed() || !driver().ready)
-    return;
-  CUresult r = driver().cuStreamSynchronize(stream);
-  if (r != 0)
-    record("kernel " + lastKernel + " failed: " + errorName(r));
-}
+// The host code waits after each launch; with buffers it never touches,
+// there is nothing to wait for (see the top of the file).
+void mgpuStreamSynchronize(void *) {}
 
 void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t gridZ, intptr_t blockX, intptr_t blockY,
                       intptr_t blockZ, int32_t smem, void *stream, void **params, void **extra, size_t /*count*/) {
@@ -267,6 +409,12 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t g
   lastKernel = named == kernelNames().end() ? std::string("?") : named->second;
   CUresult r = driver().cuLaunchKernel(function, unsigned(gridX), unsigned(gridY), unsigned(gridZ), unsigned(blockX),
                                        unsigned(blockY), unsigned(blockZ), unsigned(smem), stream, params, extra);
+  if (r == 0 && driver().syncEachLaunch) {
+    r = driver().cuStreamSynchronize(stream);
+    if (r != 0)
+      record("kernel " + lastKernel + " failed: " + errorName(r));
+    return;
+  }
   if (r != 0) {
     record("launching kernel " + lastKernel + " (grid " +
            std::to_string(gridX) + "x" + std::to_string(gridY) + "x" + std::to_string(gridZ) + ", block " +
@@ -275,6 +423,6 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t g
   }
 }
 
-void *_mlir_memref_to_llvm_alloc(size_t bytes) { return allocShared(bytes); }
-void _mlir_memref_to_llvm_free(void *p) { freeShared(p); }
+void *_mlir_memref_to_llvm_alloc(size_t bytes) { return deviceAlloc(bytes); }
+void _mlir_memref_to_llvm_free(void *p) { deviceFree(p); }
 }

@@ -13,11 +13,27 @@ bool ensureDriver(std::string &error);
 std::string deviceName();
 /// Kernels launched so far (for --timing).
 uint64_t launchCount();
-/// CUDA managed memory: the kernels and the host code share it.
-void *allocShared(size_t bytes);
-void freeShared(void *p);
+/// Device memory from the caching pool: the kernels' buffers, the weights,
+/// a call's state. A failed allocation is recorded (see synchronize).
+void *deviceAlloc(size_t bytes);
+void deviceFree(void *p);
+/// Gives back to the driver the pool's blocks that no allocation took since
+/// the last trim; the runtime trims after each entry-point call.
+void trimPool();
+struct PoolStats {
+  size_t liveBytes = 0, peakLiveBytes = 0, cachedBytes = 0;
+  uint64_t driverAllocations = 0;
+};
+PoolStats poolStats();
+/// Pinned host memory the kernels read through unified addressing: token
+/// inputs, which the host code also reads (positions give shapes).
+void *hostMappedAlloc(size_t bytes);
+void hostMappedFree(void *p);
+/// Copies queued on the kernels' stream (complete at the next synchronize).
+bool copyToDevice(void *device, const void *host, size_t bytes);
+bool copyToHost(void *host, const void *device, size_t bytes);
 /// Waits for the device; false with the first failure since the last call
-/// (a launch, a kernel, an allocation), the kernel named.
+/// (a launch, a kernel, an allocation, a copy).
 bool synchronize(std::string &error);
 } // namespace dsf::rt::cuda
 

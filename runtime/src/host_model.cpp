@@ -26,7 +26,7 @@ extern "C" void *_mlir_memref_to_llvm_alloc(size_t);
 extern "C" void _mlir_memref_to_llvm_free(void *);
 
 /// Kernels resolve memrefCopy (host_abi.cpp) and, for CUDA artifacts, the
-/// mgpu* launch interface and the managed allocator (cuda_backend.cpp) from
+/// mgpu* launch interface and the device allocator (cuda_backend.cpp) from
 /// the executable; these references keep them in every executable that
 /// links the host model.
 void *volatile dsfHostAbiAnchor[] = {
@@ -45,17 +45,17 @@ struct WeightBuffer {
   std::vector<int64_t> shape;
   std::vector<float> f32;
   std::vector<int32_t> i32;
-  void *shared = nullptr;   // CUDA artifacts: the values in managed memory
+  void *device = nullptr;   // CUDA artifacts: the values in device memory
   void *data() {
-    if (shared)
-      return shared;
+    if (device)
+      return device;
     return f32.empty() ? static_cast<void *>(i32.data()) : static_cast<void *>(f32.data());
   }
   WeightBuffer() = default;
-  WeightBuffer(WeightBuffer &&o) noexcept : shape(std::move(o.shape)), f32(std::move(o.f32)), i32(std::move(o.i32)), shared(o.shared) {
-    o.shared = nullptr;
+  WeightBuffer(WeightBuffer &&o) noexcept : shape(std::move(o.shape)), f32(std::move(o.f32)), i32(std::move(o.i32)), device(o.device) {
+    o.device = nullptr;
   }
-  ~WeightBuffer() { cuda::freeShared(shared); }
+  ~WeightBuffer() { cuda::deviceFree(device); }
 };
 
 /// A memref descriptor as MLIR's C interface lays it out:
@@ -147,12 +147,13 @@ std::unique_ptr<HostModel> HostModel::load(std::shared_ptr<Artifact> artifact, c
           return nullptr;
         if (model->cuda_) {
           size_t bytes = buffer.f32.empty() ? buffer.i32.size() * 4 : buffer.f32.size() * 4;
-          buffer.shared = cuda::allocShared(bytes);
+          buffer.device = cuda::deviceAlloc(bytes);
+          cuda::copyToDevice(buffer.device, buffer.f32.empty() ? static_cast<void *>(buffer.i32.data()) : buffer.f32.data(),
+                             bytes);
           if (!cuda::synchronize(error)) {
             error = "weight '" + w.name + "': " + error;
             return nullptr;
           }
-          std::memcpy(buffer.shared, buffer.f32.empty() ? static_cast<void *>(buffer.i32.data()) : buffer.f32.data(), bytes);
           std::vector<float>().swap(buffer.f32);
           std::vector<int32_t>().swap(buffer.i32);
         }
@@ -239,32 +240,51 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
   std::vector<uint8_t> imageMask(size_t(n), 0);   // text only: no image tokens yet
   std::vector<std::vector<int64_t>> inputs;
   std::set<const void *> inputBuffers;
-  // A CUDA artifact's inputs go to managed memory (freed when the call ends).
-  std::vector<void *> staged;
+  // A CUDA artifact's token inputs go to pinned host memory the kernels
+  // read through unified addressing (the host code reads positions too);
+  // its state goes to device memory. Both are freed when the call ends, and
+  // the pool then gives back what this call did not reuse.
+  std::vector<void *> stagedHost, stagedDevice;
   struct Unstage {
-    std::vector<void *> &buffers;
+    bool cuda;
+    std::vector<void *> &host, &device;
     ~Unstage() {
-      for (void *p : buffers)
-        cuda::freeShared(p);
+      if (!cuda)
+        return;
+      std::string ignored;
+      cuda::synchronize(ignored);   // nothing in flight may still read them
+      for (void *p : host)
+        cuda::hostMappedFree(p);
+      for (void *p : device)
+        cuda::deviceFree(p);
+      cuda::trimPool();
     }
-  } unstage{staged};
-  auto place = [&](const void *data, size_t bytes) -> void * {
+  } unstage{cuda_, stagedHost, stagedDevice};
+  auto placeToken = [&](const void *data, size_t bytes) -> void * {
     if (!cuda_)
       return const_cast<void *>(data);
-    void *p = cuda::allocShared(bytes);
+    void *p = cuda::hostMappedAlloc(bytes);
     if (p) {
       std::memcpy(p, data, bytes);
-      staged.push_back(p);
+      stagedHost.push_back(p);
     }
+    return p;
+  };
+  auto placeState = [&](const void *data, size_t bytes) -> void * {
+    if (!cuda_)
+      return const_cast<void *>(data);
+    void *p = cuda::deviceAlloc(bytes);
+    cuda::copyToDevice(p, data, bytes);
+    stagedDevice.push_back(p);
     return p;
   };
   for (const TensorSpec &in : bound->spec->inputs) {
     if (in.name == "token_ids") {
-      inputs.push_back(descriptor(place(tokens.data(), tokens.size() * 4), {n}));
+      inputs.push_back(descriptor(placeToken(tokens.data(), tokens.size() * 4), {n}));
     } else if (in.name == "positions") {
-      inputs.push_back(descriptor(place(positions.data(), positions.size() * 4), {n}));
+      inputs.push_back(descriptor(placeToken(positions.data(), positions.size() * 4), {n}));
     } else if (in.name == "image_mask") {
-      inputs.push_back(descriptor(place(imageMask.data(), imageMask.size()), {n}));
+      inputs.push_back(descriptor(placeToken(imageMask.data(), imageMask.size()), {n}));
     } else if (in.name.rfind("state:", 0) == 0) {
       auto it = sequence.state.find(in.name.substr(6));
       if (it == sequence.state.end()) {
@@ -278,7 +298,7 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
                 " values; entry point '" + entryName + "' expects " + shapeString(in.shape);
         return false;
       }
-      void *values = place(t.values.data(), t.values.size() * sizeof(float));
+      void *values = placeState(t.values.data(), t.values.size() * sizeof(float));
       inputs.push_back(descriptor(values, {t.rows, t.width}));
       inputBuffers.insert(values);
     } else {
@@ -301,9 +321,9 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
   std::string deviceError;
   bool deviceOk = !cuda_ || cuda::synchronize(deviceError);
 
-  // The result buffers are the kernels' (malloc, or managed memory on CUDA): copy each out through its
-  // strides, then free each allocation once (results may share one; one
-  // that aliases an input is not ours to free).
+  // The result buffers are the kernels' (malloc, or device memory on CUDA):
+  // copy each out through its strides, then free each allocation once
+  // (results may share one; one that aliases an input is not ours to free).
   struct View {
     const float *aligned;
     int64_t offset, rows, cols, rowStride, colStride;
@@ -319,8 +339,21 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
   }
   auto release = [&] {
     for (void *a : allocations)
-      cuda_ ? cuda::freeShared(a) : std::free(a);
+      cuda_ ? cuda::deviceFree(a) : std::free(a);
   };
+  // On the GPU, each result's span (offset to last element) comes to the
+  // host first; the views then read the host copies.
+  std::vector<std::vector<float>> hostCopies(views.size());
+  if (cuda_ && deviceOk) {
+    for (size_t k = 0; k < views.size(); ++k) {
+      View &v = views[k];
+      int64_t span = v.rows && v.cols ? v.offset + (v.rows - 1) * v.rowStride + (v.cols - 1) * v.colStride + 1 : 0;
+      hostCopies[k].resize(size_t(span));
+      cuda::copyToHost(hostCopies[k].data(), v.aligned, size_t(span) * sizeof(float));
+      v.aligned = hostCopies[k].data();
+    }
+    deviceOk = cuda::synchronize(deviceError);
+  }
   if (!deviceOk) {
     release();
     error = "entry point '" + entryName + "' on " + cuda::deviceName() + ": " + deviceError;

@@ -17,6 +17,13 @@
 
 namespace dsf::rt {
 
+uint64_t checksum64(const void *data, size_t n, uint64_t seed) {
+  auto *p = static_cast<const uint8_t *>(data);
+  for (size_t i = 0; i < n; ++i)
+    seed = (seed ^ p[i]) * 0x100000001b3ull;
+  return seed;
+}
+
 namespace {
 constexpr char kRecordMagic[8] = {'D', 'S', 'F', 'K', 'V', 'B', 'L', 'K'};
 constexpr uint32_t kRecordVersion = 1;
@@ -35,12 +42,7 @@ template <typename T> bool getValue(const std::string &s, size_t &at, T &v) {
   return true;
 }
 
-uint64_t mix(uint64_t h, const void *data, size_t n) {
-  auto *p = static_cast<const uint8_t *>(data);
-  for (size_t i = 0; i < n; ++i)
-    h = (h ^ p[i]) * 0x100000001b3ull;
-  return h;
-}
+uint64_t mix(uint64_t h, const void *data, size_t n) { return checksum64(data, n, h); }
 
 std::string hex(uint64_t v) {
   char buf[17];
@@ -437,69 +439,123 @@ void PrefixStore::evict(std::vector<std::string> &warnings) {
 // HostPool
 //===----------------------------------------------------------------------===//
 
-int64_t HostPool::put(const std::string &session, const std::vector<int32_t> &ids, const Sequence &sequence) {
-  Entry e;
-  e.ids = ids;
-  e.length = sequence.length;
-  // One buffer: every slot, packed (the bulk copy a device would make).
-  for (const StateSlot &slot : manifest_->state) {
+std::string packSession(const Manifest &manifest, const std::vector<int32_t> &ids, const Sequence &sequence) {
+  std::string packed;
+  putValue<int64_t>(packed, sequence.length);
+  putValue<uint64_t>(packed, ids.size());
+  put(packed, ids.data(), ids.size() * sizeof(int32_t));
+  // Every slot, packed (the bulk copy a device would make).
+  for (const StateSlot &slot : manifest.state) {
     auto it = sequence.state.find(slot.name);
     StateTensor empty{0, slot.width, {}};
-    e.packed += packState(slot, it == sequence.state.end() ? empty : it->second);
+    packed += packState(slot, it == sequence.state.end() ? empty : it->second);
   }
-  auto now = std::chrono::steady_clock::now();
-  e.expires = now + std::chrono::seconds(options_.ttlSeconds);
-  e.used = now;
-  int64_t stored = int64_t(e.packed.size());
-  erase(session);
-  bytes_ += stored;
-  sessions_[session] = std::move(e);
-  // Least recently used sessions go first past the bound (never the new one).
-  while (bytes_ > options_.maxBytes && sessions_.size() > 1) {
-    auto oldest = sessions_.end();
-    for (auto it = sessions_.begin(); it != sessions_.end(); ++it)
-      if (it->first != session && (oldest == sessions_.end() || it->second.used < oldest->second.used))
-        oldest = it;
-    erase(oldest->first);
-  }
-  return stored;
+  return packed;
 }
 
-bool HostPool::get(const std::string &session, std::vector<int32_t> &ids, Sequence &sequence, int64_t &bytes) {
-  auto it = sessions_.find(session);
-  if (it == sessions_.end())
-    return false;
-  auto now = std::chrono::steady_clock::now();
-  if (now >= it->second.expires) {
-    erase(session);
+bool unpackSession(const Manifest &manifest, const std::string &packed, std::vector<int32_t> &ids, Sequence &sequence,
+                   std::string &error) {
+  size_t at = 0;
+  int64_t length = 0;
+  uint64_t count = 0;
+  if (!getValue(packed, at, length) || !getValue(packed, at, count) || count > (packed.size() - at) / 4 ||
+      length < 0 || uint64_t(length) > count) {
+    error = "a malformed session header";
     return false;
   }
-  Entry &e = it->second;
+  std::vector<int32_t> held(count);
+  std::memcpy(held.data(), packed.data() + at, count * 4);
+  at += count * 4;
   Sequence s;
-  size_t at = 0;
-  std::string error;
-  for (const StateSlot &slot : manifest_->state) {
+  for (const StateSlot &slot : manifest.state) {
     StateTensor t;
-    if (!unpackState(slot, e.packed, at, t, error)) {
-      erase(session);
+    if (!unpackState(slot, packed, at, t, error))
       return false;
-    }
     s.state[slot.name] = std::move(t);
   }
-  s.length = e.length;
-  e.used = now;
-  ids = e.ids;
+  if (at != packed.size()) {
+    error = "bytes after the last state slot";
+    return false;
+  }
+  s.length = length;
+  ids = std::move(held);
   sequence = std::move(s);
-  bytes = int64_t(e.packed.size());
   return true;
 }
 
-void HostPool::erase(const std::string &session) {
-  auto it = sessions_.find(session);
-  if (it == sessions_.end())
-    return;
-  bytes_ -= int64_t(it->second.packed.size());
-  sessions_.erase(it);
+namespace {
+/// The default host pool: a map in this process.
+class InProcessPool : public HostPool {
+public:
+  InProcessPool(const Manifest &manifest, Options options) : manifest_(&manifest), options_(options) {}
+
+  int64_t put(const std::string &session, const std::vector<int32_t> &ids, const Sequence &sequence,
+              std::vector<std::string> &) override {
+    Entry e;
+    e.packed = packSession(*manifest_, ids, sequence);
+    auto now = std::chrono::steady_clock::now();
+    e.expires = now + std::chrono::seconds(options_.ttlSeconds);
+    e.used = now;
+    int64_t stored = int64_t(e.packed.size());
+    erase(session);
+    bytes_ += stored;
+    sessions_[session] = std::move(e);
+    // Least recently used sessions go first past the bound (never the new one).
+    while (bytes_ > options_.maxBytes && sessions_.size() > 1) {
+      auto oldest = sessions_.end();
+      for (auto it = sessions_.begin(); it != sessions_.end(); ++it)
+        if (it->first != session && (oldest == sessions_.end() || it->second.used < oldest->second.used))
+          oldest = it;
+      erase(oldest->first);
+    }
+    return stored;
+  }
+
+  bool get(const std::string &session, std::vector<int32_t> &ids, Sequence &sequence, int64_t &bytes,
+           std::vector<std::string> &warnings) override {
+    auto it = sessions_.find(session);
+    if (it == sessions_.end())
+      return false;
+    auto now = std::chrono::steady_clock::now();
+    if (now >= it->second.expires) {
+      erase(session);
+      return false;
+    }
+    std::string error;
+    if (!unpackSession(*manifest_, it->second.packed, ids, sequence, error)) {
+      warnings.push_back("host pool, session '" + session + "': " + error + "; not used (recomputed)");
+      erase(session);
+      return false;
+    }
+    it->second.used = now;
+    bytes = int64_t(it->second.packed.size());
+    return true;
+  }
+
+  std::string where() const override { return "in-process"; }
+
+private:
+  struct Entry {
+    std::string packed;
+    std::chrono::steady_clock::time_point expires, used;
+  };
+  void erase(const std::string &session) {
+    auto it = sessions_.find(session);
+    if (it == sessions_.end())
+      return;
+    bytes_ -= int64_t(it->second.packed.size());
+    sessions_.erase(it);
+  }
+
+  const Manifest *manifest_;
+  Options options_;
+  std::map<std::string, Entry> sessions_;
+  int64_t bytes_ = 0;   // of every session's packed state
+};
+} // namespace
+
+std::unique_ptr<HostPool> HostPool::inProcess(const Manifest &manifest, Options options) {
+  return std::make_unique<InProcessPool>(manifest, options);
 }
 
 } // namespace dsf::rt

@@ -73,7 +73,7 @@ bool Server::request(const std::string &session, const std::vector<int32_t> &ids
     Sequence s;
     int64_t bytes = 0;
     auto t = std::chrono::steady_clock::now();
-    bool found = options_.pool->get(session, held, s, bytes);
+    bool found = options_.pool->get(session, held, s, bytes, stats.warnings);
     stats.restoreSeconds = since(t);
     if (found && s.length < n && int64_t(held.size()) >= s.length &&
         std::equal(held.begin(), held.begin() + s.length, ids.begin())) {
@@ -169,7 +169,7 @@ bool Server::request(const std::string &session, const std::vector<int32_t> &ids
   }
   stats.generatedTokens = int64_t(generated.size());
   if (options_.pool && !session.empty())
-    stats.hostBytesWritten = options_.pool->put(session, tokens, sequence);
+    stats.hostBytesWritten = options_.pool->put(session, tokens, sequence, stats.warnings);
   stats.seconds = since(start);
   return true;
 }

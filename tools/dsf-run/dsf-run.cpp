@@ -2,9 +2,11 @@
 //
 //   dsf-run model.dsfa --weights PATH --prompt-ids 1,2,3 [--max-new-tokens N]
 //           [--temperature T --top-p P --seed S] [--dump-logits FILE.safetensors]
-//           [--then-ids 4,5,6 [--chunk K]] [--timing]
+//           [--then-ids 4,5,6 [--chunk K]] [--timing [--warmup N]]
 //   (--prompt-ids and --then-ids @FILE read the list from FILE; --timing prints prefill and
-//   decode times and rates)
+//   decode times and rates, and on the GPU the kernel launches of the prefill; --warmup N
+//   runs the prefill N times first on a throwaway sequence, so that the timed call finds
+//   the GPU's modules loaded and its memory pool filled)
 //
 // Loads and validates the artifact and the checkpoint, runs the prefill entry
 // point over the prompt, then the decode entry point, which continues the
@@ -20,7 +22,9 @@
 // line) requests go through the cache tiers (runtime/include/dsf/serving.h):
 // the session's state from the host pool, else whole blocks of global KV from
 // the prefix store in --cache-dir with the windows replayed, then the rest;
-// --stats / --stats-json report each request.
+// --stats / --stats-json report each request. The host pool is this
+// process's, or with --pool redis://HOST:PORT a Redis server's, shared by
+// every process that names it.
 //
 //===----------------------------------------------------------------------===//
 #include "dsf/artifact.h"
@@ -57,10 +61,11 @@ void usage() {
   std::fprintf(stderr,
                "usage: dsf-run MODEL.dsfa --weights PATH --prompt-ids ID,ID,... [--max-new-tokens N]\n"
                "               [--temperature T] [--top-p P] [--seed S] [--dump-logits FILE.safetensors]\n"
-               "               [--then-ids ID,ID,... [--chunk K]] [--timing]\n"
+               "               [--then-ids ID,ID,... [--chunk K]] [--timing [--warmup N]]\n"
                "       dsf-run MODEL.dsfa --weights PATH (--prompt-ids ... | --multi-turn < PROMPTS) [--session ID]\n"
                "               [--cache-dir DIR [--cache-block N] [--cache-max-bytes B] [--cache-ttl S]]\n"
-               "               [--replay approx|exact] [--window-ttl S] [--pool-max-bytes B] [--stats] [--stats-json FILE]\n");
+               "               [--replay approx|exact] [--pool redis://HOST:PORT[/DB]] [--window-ttl S] [--pool-max-bytes B]\n"
+               "               [--stats] [--stats-json FILE]\n");
 }
 
 bool parseInt(const std::string &text, long long &out) {
@@ -179,7 +184,8 @@ bool writeDump(const std::string &path, const Manifest &m, const std::string &ar
 /// host pool between them, blocks of global KV to --cache-dir.
 int serve(const Artifact &artifact, const WeightSource &weights, const HostModel &model, std::vector<int32_t> prompt,
           bool multiTurn, const std::string &session, const std::string &cacheDir, long long cacheBlock,
-          long long cacheMaxBytes, long long cacheTtl, long long windowTtl, long long poolMaxBytes, bool exactReplay,
+          long long cacheMaxBytes, long long cacheTtl, const std::string &poolUrl, long long windowTtl,
+          long long poolMaxBytes, bool exactReplay,
           long long maxNew, double temperature, double topP, long long seed, bool printStats,
           const std::string &statsJson, const std::string &dumpPath, const std::string &artifactPath) {
   const Manifest &m = model.manifest();
@@ -203,10 +209,15 @@ int serve(const Artifact &artifact, const WeightSource &weights, const HostModel
     if (!store)
       return fail(error);
   }
-  HostPool pool(m, HostPool::Options{windowTtl, poolMaxBytes});
+  HostPool::Options poolOptions{windowTtl, poolMaxBytes};
+  std::unique_ptr<HostPool> pool = poolUrl.empty()
+                                       ? HostPool::inProcess(m, poolOptions)
+                                       : HostPool::redis(m, poolOptions, poolUrl, modelHash(artifact, weights), error);
+  if (!pool)
+    return fail(error);
   ServeOptions options;
   options.store = store.get();
-  options.pool = &pool;
+  options.pool = pool.get();
   options.exactReplay = exactReplay;
   Server server(model, options);
   std::mt19937_64 rng(static_cast<uint64_t>(seed));
@@ -275,9 +286,11 @@ int main(int argc, char **argv) {
   long long maxNew = 0, seed = 0, chunk = 1;
   std::string cacheDir, session, statsJson, replay = "approx";
   long long cacheBlock = 0, cacheMaxBytes = 0, cacheTtl = 4 * 3600, windowTtl = 300, poolMaxBytes = 1ll << 32;
+  std::string poolUrl;   // empty: the in-process host pool
   bool multiTurn = false, stats = false;
   double temperature = 0, topP = 1;
   bool timing = false;
+  long long warmup = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](std::string &out) {
@@ -307,6 +320,9 @@ int main(int argc, char **argv) {
     } else if (a == "--then-ids") {
       if (!value(thenText))
         return fail("--then-ids needs a comma-separated list of token ids");
+    } else if (a == "--warmup") {
+      if (!value(v) || !parseInt(v, warmup) || warmup < 0)
+        return fail("--warmup needs a count >= 0");
     } else if (a == "--chunk") {
       if (!value(v) || !parseInt(v, chunk) || chunk < 1)
         return fail("--chunk needs a count >= 1");
@@ -338,6 +354,9 @@ int main(int argc, char **argv) {
     } else if (a == "--window-ttl") {
       if (!value(v) || !parseInt(v, windowTtl) || windowTtl < 0)
         return fail("--window-ttl needs seconds >= 0");
+    } else if (a == "--pool") {
+      if (!value(poolUrl) || poolUrl.empty())
+        return fail("--pool needs a URL (redis://HOST:PORT[/DB])");
     } else if (a == "--pool-max-bytes") {
       if (!value(v) || !parseInt(v, poolMaxBytes) || poolMaxBytes < 0)
         return fail("--pool-max-bytes needs a byte count >= 0");
@@ -363,7 +382,7 @@ int main(int argc, char **argv) {
     usage();
     return fail("an artifact, --weights and --prompt-ids (or --multi-turn) are required");
   }
-  bool serving = multiTurn || !cacheDir.empty() || !session.empty();
+  bool serving = multiTurn || !cacheDir.empty() || !session.empty() || !poolUrl.empty();
   if (serving && !thenText.empty())
     return fail("--then-ids does not combine with --cache-dir, --session or --multi-turn (send the whole prompt)");
   if (multiTurn && !promptText.empty())
@@ -393,7 +412,7 @@ int main(int argc, char **argv) {
   const Manifest &m = model->manifest();
   if (serving)
     return serve(*artifact, *weights, *model, multiTurn ? std::vector<int32_t>() : ids, multiTurn, session, cacheDir,
-                 cacheBlock, cacheMaxBytes, cacheTtl, windowTtl, poolMaxBytes, replay == "exact", maxNew,
+                 cacheBlock, cacheMaxBytes, cacheTtl, poolUrl, windowTtl, poolMaxBytes, replay == "exact", maxNew,
                  temperature, topP, seed, stats, statsJson, dumpPath, artifactPath);
   if (int64_t(ids.size() + thenIds.size()) + maxNew > m.maxPositions)
     return fail("prompt (" + std::to_string(ids.size()) + " tokens)" +
@@ -416,10 +435,17 @@ int main(int argc, char **argv) {
   };
   Sequence sequence;
   int64_t firstRow = 0;
+  for (long long i = 0; i < warmup; ++i) {
+    Sequence scratch;
+    if (!model->run("prefill", ids, scratch, logits, firstRow, error))
+      return fail(error);
+  }
+  uint64_t launchesBefore = HostModel::kernelLaunches();
   auto prefillStart = std::chrono::steady_clock::now();
   if (!model->run("prefill", ids, sequence, logits, firstRow, error))
     return fail(error);
   double prefillSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - prefillStart).count();
+  uint64_t prefillLaunches = HostModel::kernelLaunches() - launchesBefore;
   progress.done("prefill");
   keep(firstRow);
   for (size_t at = 0; at < thenIds.size(); at += size_t(chunk)) {
@@ -449,15 +475,15 @@ int main(int argc, char **argv) {
   if (!dumpPath.empty() && !writeDump(dumpPath, m, artifactPath, sequenceIds, rowPositions, allLogits, error))
     return fail(error);
   if (timing) {
-    std::fprintf(stderr, "dsf-run: timing: prefill %zu tokens %.3f s (%.1f tokens/s)", ids.size(), prefillSeconds,
+    std::fprintf(stderr, "dsf-run: timing: prefill %zu tokens %.6f s (%.1f tokens/s)", ids.size(), prefillSeconds,
                  double(ids.size()) / prefillSeconds);
     // The tokens that went through the decode entry point (the last one
     // generated is picked, not run).
     if (maxNew > 1)
-      std::fprintf(stderr, "; decode %lld tokens %.3f s (%.2f tokens/s)", maxNew - 1, decodeSeconds,
+      std::fprintf(stderr, "; decode %lld tokens %.6f s (%.2f tokens/s)", maxNew - 1, decodeSeconds,
                    double(maxNew - 1) / decodeSeconds);
-    if (uint64_t launches = HostModel::kernelLaunches())
-      std::fprintf(stderr, "; %llu GPU kernel launches", static_cast<unsigned long long>(launches));
+    if (prefillLaunches)
+      std::fprintf(stderr, "; prefill %llu GPU kernel launches", static_cast<unsigned long long>(prefillLaunches));
     std::fprintf(stderr, "\n");
   }
   for (size_t i = 0; i < generated.size(); ++i)

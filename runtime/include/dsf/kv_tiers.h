@@ -12,9 +12,13 @@
 //    that fails any check is skipped (and removed), never used. A byte bound
 //    evicts least recently used records; a TTL expires them; the directory is
 //    the index, so a restart (or another process) sees the same cache.
-//  * HostPool: whole states of idle sessions (windows included) in host
-//    memory, one packed buffer per session (one bulk copy each way), with a
-//    TTL and a byte bound. In-process.
+//  * HostPool: whole states of idle sessions (windows included), one packed
+//    buffer per session (one bulk copy each way), with a TTL and a byte
+//    bound. Two backends: this process's memory (the default), or a Redis
+//    server shared by several runtime processes and hosts, where the TTL and
+//    the byte bound are Redis's own and each record is checksummed and tagged
+//    with the format version; a server that goes away degrades to misses
+//    (the windows are then rebuilt by replay), with a warning.
 //
 // States are stored in the formats their values are exact in (the window in
 // FP8, the compressed KV in NVFP4, the index keys in MXFP4, as the manifest's
@@ -41,6 +45,9 @@ namespace dsf::rt {
 /// kernels, and the checkpoint (every tensor's name, dtype, shape and a
 /// sample of its bytes: the first, middle and last 4 KiB).
 uint64_t modelHash(const Artifact &artifact, const WeightSource &weights);
+
+/// FNV-1a, 64 bits: the records' checksums and the chained block hashes.
+uint64_t checksum64(const void *data, size_t n, uint64_t seed = 0xcbf29ce484222325ull);
 
 /// A state tensor in its slot's storage format (lossless), and back.
 std::string packState(const StateSlot &slot, const StateTensor &t);
@@ -103,36 +110,42 @@ private:
   std::map<std::string, Indexed> index_;   // file name -> size, last use
 };
 
+/// Where idle sessions' whole states wait (their windows included).
 class HostPool {
 public:
   struct Options {
     int64_t ttlSeconds = 300;
     int64_t maxBytes = int64_t(1) << 32;
   };
-  explicit HostPool(const Manifest &manifest, Options options) : manifest_(&manifest), options_(options) {}
+  virtual ~HostPool() = default;
 
   /// Keeps a session's whole state (its tokens and sequence), packed in one
-  /// buffer; evicts the least recently used sessions past the byte bound.
-  /// Returns the bytes stored.
-  int64_t put(const std::string &session, const std::vector<int32_t> &ids, const Sequence &sequence);
-  /// The session's state if it is there and has not expired (it stays).
-  bool get(const std::string &session, std::vector<int32_t> &ids, Sequence &sequence, int64_t &bytes);
-  int64_t bytes() const { return bytes_; }
+  /// buffer, for the TTL. Returns the bytes stored (0 if it was not).
+  virtual int64_t put(const std::string &session, const std::vector<int32_t> &ids, const Sequence &sequence,
+                      std::vector<std::string> &warnings) = 0;
+  /// The session's state if it is there, intact and not expired (it stays).
+  virtual bool get(const std::string &session, std::vector<int32_t> &ids, Sequence &sequence, int64_t &bytes,
+                   std::vector<std::string> &warnings) = 0;
+  /// Where it is, for messages ("in-process", "redis://HOST:PORT").
+  virtual std::string where() const = 0;
 
-private:
-  struct Entry {
-    std::vector<int32_t> ids;
-    int64_t length = 0;
-    std::string packed;
-    std::chrono::steady_clock::time_point expires, used;
-  };
-  void erase(const std::string &session);
-
-  const Manifest *manifest_;
-  Options options_;
-  std::map<std::string, Entry> sessions_;
-  int64_t bytes_ = 0;   // of every session's packed state
+  /// In this process's memory: least recently used sessions are evicted past
+  /// the byte bound.
+  static std::unique_ptr<HostPool> inProcess(const Manifest &manifest, Options options);
+  /// In the Redis server at `url` (redis://HOST:PORT[/DB]), under keys named
+  /// by the model's hash and the session. Redis enforces the TTL (each record
+  /// is written with it) and the byte bound (the server's maxmemory and its
+  /// eviction policy, which the operator sets; `maxBytes` bounds one record).
+  /// Fails if the server cannot be reached now; later failures are warnings.
+  static std::unique_ptr<HostPool> redis(const Manifest &manifest, Options options, const std::string &url,
+                                         uint64_t modelHash, std::string &error);
 };
+
+/// A session's state as one buffer (ids, length, every slot packed), and
+/// back; what both host-pool backends store.
+std::string packSession(const Manifest &manifest, const std::vector<int32_t> &ids, const Sequence &sequence);
+bool unpackSession(const Manifest &manifest, const std::string &packed, std::vector<int32_t> &ids, Sequence &sequence,
+                   std::string &error);
 
 } // namespace dsf::rt
 
