@@ -71,4 +71,20 @@ def PlaceBuffers : Pass<"dsf-place-buffers", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
+def TileParallelLoops : Pass<"dsf-tile-parallel-loops", "::mlir::ModuleOp"> {
+  let summary = "Split each kernel's parallel loops into blocks and threads, innermost dimension first";
+  let description = [{
+    Tiles every outermost `scf.parallel` of the host code into a loop over
+    blocks and a loop over the threads of a block, for gpu-map-parallel-loops
+    (with its innermost-first policy) to map. The `threads` of a block go to
+    the innermost dimension first, up to its static extent rounded up to a
+    power of two (all of them to a dynamic one), then outward: the innermost
+    dimension is the contiguous one, so consecutive threads touch
+    consecutive addresses (coalesced), and a dimension of 4 does not leave
+    124 threads idle. Out-of-range threads are masked (no min/max bounds).
+  }];
+  let options = [Option<"threads", "threads", "int64_t", "128", "Threads per block">];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];
+}
+
 #endif // DSF_LOWERING_PASSES_TD

@@ -2,7 +2,9 @@
 //
 // The first CUDA path: the same linalg as the CPU's, bufferized the same
 // way, then every linalg.generic becomes one kernel — its parallel loops
-// tiled by 128 (threads) over blocks, reductions as loops inside a thread —
+// split into blocks of 128 threads, given to the innermost (contiguous)
+// dimension first (dsf-tile-parallel-loops), reductions as loops inside a
+// thread —
 // outlined into gpu.modules, lowered to NVVM and compiled for sm_90a by
 // LLVM's NVPTX backend (PTX) and ptxas (the CUDA toolkit's, which also
 // checks every kernel). The host code launches them through the mgpu* C
@@ -33,8 +35,8 @@ LogicalResult mlir::dsf::buildCudaPipelineFromLinalg(OpPassManager &pm, const Cu
   // runtime then queues the kernels without synchronizing between them.
   std::string text = "canonicalize,convert-bufferization-to-memref,dsf-copies-to-linalg,"
                      "convert-linalg-to-parallel-loops,"
-                     "scf-parallel-loop-tiling{parallel-loop-tile-sizes=128 no-min-max-bounds=true},"
-                     "func.func(gpu-map-parallel-loops),convert-parallel-loops-to-gpu,dsf-sink-globals-into-kernels,"
+                     "dsf-tile-parallel-loops{threads=128},"
+                     "func.func(gpu-map-parallel-loops{mapping-policy=innermost-first}),convert-parallel-loops-to-gpu,dsf-sink-globals-into-kernels,"
                      "gpu-kernel-outlining,dsf-place-buffers,convert-scf-to-cf,"
                      "expand-strided-metadata,nvvm-attach-target{chip=" + options.chip +
                      " features=+ptx80 O=3},lower-affine,"

@@ -15,7 +15,9 @@
 // host code frees may be handed to the next allocation at once, since any
 // kernel that still reads it runs before any kernel launched later. The
 // runtime synchronizes once per entry point. DSF_CUDA_SYNC=1 waits after
-// every launch instead, to name the kernel that failed.
+// every launch instead, to name the kernel that failed. DSF_CUDA_PROFILE=FILE
+// times every kernel with CUDA events (each launch then waits for the one
+// before) and writes, at exit, a table of the kernels by total time.
 //
 // Failures inside those calls (which return nothing) are recorded and
 // reported by the runtime after the entry point returns; once one has
@@ -24,8 +26,11 @@
 //===----------------------------------------------------------------------===//
 #include "cuda_backend.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <vector>
 #include <type_traits>
 #include <cstring>
 #include <dlfcn.h>
@@ -70,11 +75,17 @@ struct Driver {
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream) = nullptr;
   CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream) = nullptr;
   CUresult (*cuGetErrorName)(CUresult, const char **) = nullptr;
+  CUresult (*cuEventCreate)(void **, unsigned) = nullptr;
+  CUresult (*cuEventRecord)(void *, CUstream) = nullptr;
+  CUresult (*cuEventSynchronize)(void *) = nullptr;
+  CUresult (*cuEventElapsedTime)(float *, void *, void *) = nullptr;
   CUcontext context = nullptr;
   CUstream stream = nullptr;
   std::string device;
   bool ready = false;
   bool syncEachLaunch = false;   // DSF_CUDA_SYNC=1
+  std::string profilePath;       // DSF_CUDA_PROFILE=FILE
+  void *eventStart = nullptr, *eventStop = nullptr;
 };
 
 Driver &driver() {
@@ -107,6 +118,39 @@ void record(const std::string &message) {
 bool failed() {
   std::lock_guard<std::mutex> guard(errorLock);
   return !firstError.empty();
+}
+} // namespace
+
+namespace {
+/// DSF_CUDA_PROFILE: per kernel and launch shape, launches and GPU time.
+struct KernelTime {
+  uint64_t launches = 0;
+  double microseconds = 0;
+};
+std::map<std::string, KernelTime> &profile() {
+  static std::map<std::string, KernelTime> table;
+  return table;
+}
+
+void writeProfile() {
+  std::vector<std::pair<std::string, KernelTime>> rows(profile().begin(), profile().end());
+  std::sort(rows.begin(), rows.end(), [](auto &a, auto &b) { return a.second.microseconds > b.second.microseconds; });
+  double total = 0;
+  uint64_t launches = 0;
+  for (auto &r : rows) {
+    total += r.second.microseconds;
+    launches += r.second.launches;
+  }
+  FILE *f = std::fopen(driver().profilePath.c_str(), "w");
+  if (!f)
+    return;
+  std::fprintf(f, "# dsf CUDA kernel profile: %llu launches, %.1f us of kernel time (CUDA events)\n",
+               static_cast<unsigned long long>(launches), total);
+  std::fprintf(f, "| kernel (grid x block) | launches | total us | mean us | share |\n|---|---|---|---|---|\n");
+  for (auto &[name, t] : rows)
+    std::fprintf(f, "| %s | %llu | %.1f | %.2f | %.1f %% |\n", name.c_str(), static_cast<unsigned long long>(t.launches),
+                 t.microseconds, t.microseconds / double(t.launches), total > 0 ? 100 * t.microseconds / total : 0.0);
+  std::fclose(f);
 }
 } // namespace
 
@@ -150,6 +194,10 @@ bool ensureDriver(std::string &error) {
   bind(d.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
   bind(d.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
   bind(d.cuGetErrorName, "cuGetErrorName");
+  bind(d.cuEventCreate, "cuEventCreate");
+  bind(d.cuEventRecord, "cuEventRecord");
+  bind(d.cuEventSynchronize, "cuEventSynchronize");
+  bind(d.cuEventElapsedTime, "cuEventElapsedTime_v2");
   if (!ok)
     return false;
   auto check = [&](CUresult r, const char *what) {
@@ -175,6 +223,16 @@ bool ensureDriver(std::string &error) {
   d.device = name;
   const char *sync = std::getenv("DSF_CUDA_SYNC");
   d.syncEachLaunch = sync && *sync && std::string(sync) != "0";
+  if (const char *profile = std::getenv("DSF_CUDA_PROFILE"); profile && *profile) {
+    if (!check(d.cuEventCreate(&d.eventStart, 0), "cuEventCreate") ||
+        !check(d.cuEventCreate(&d.eventStop, 0), "cuEventCreate"))
+      return false;
+    d.profilePath = profile;
+    // The table first: statics die in the reverse order of their making, and
+    // it must outlive the handler that writes it.
+    ::dsf::rt::cuda::profile();
+    std::atexit(writeProfile);
+  }
   d.ready = true;
   return true;
 }
@@ -407,8 +465,26 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t g
   ++launches;
   auto named = kernelNames().find(function);
   lastKernel = named == kernelNames().end() ? std::string("?") : named->second;
+  if (!driver().profilePath.empty())
+    driver().cuEventRecord(driver().eventStart, stream);
   CUresult r = driver().cuLaunchKernel(function, unsigned(gridX), unsigned(gridY), unsigned(gridZ), unsigned(blockX),
                                        unsigned(blockY), unsigned(blockZ), unsigned(smem), stream, params, extra);
+  if (r == 0 && !driver().profilePath.empty()) {
+    Driver &d = driver();
+    d.cuEventRecord(d.eventStop, stream);
+    float ms = 0;
+    r = d.cuEventSynchronize(d.eventStop);
+    if (r == 0 && d.cuEventElapsedTime(&ms, d.eventStart, d.eventStop) == 0) {
+      KernelTime &t = profile()[lastKernel + " (" + std::to_string(gridX) + "x" + std::to_string(gridY) + "x" +
+                                std::to_string(gridZ) + " x " + std::to_string(blockX) + "x" +
+                                std::to_string(blockY) + "x" + std::to_string(blockZ) + ")"];
+      t.launches++;
+      t.microseconds += 1000.0 * ms;
+    }
+    if (r != 0)
+      record("kernel " + lastKernel + " failed: " + errorName(r));
+    return;
+  }
   if (r == 0 && driver().syncEachLaunch) {
     r = driver().cuStreamSynchronize(stream);
     if (r != 0)

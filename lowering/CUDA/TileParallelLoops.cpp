@@ -1,0 +1,54 @@
+//===- TileParallelLoops.cpp - dsf-tile-parallel-loops ----------------------===//
+#include "lowering/Passes.h"
+
+#include "mlir/Dialect/SCF/Transforms/Transforms.h"
+
+namespace mlir::dsf {
+#define GEN_PASS_DEF_TILEPARALLELLOOPS
+#include "lowering/Passes.h.inc"
+
+namespace {
+std::optional<int64_t> staticTripCount(scf::ParallelOp loop, unsigned dim) {
+  auto lb = getConstantIntValue(loop.getLowerBound()[dim]);
+  auto ub = getConstantIntValue(loop.getUpperBound()[dim]);
+  auto step = getConstantIntValue(loop.getStep()[dim]);
+  if (!lb || !ub || !step || *step <= 0)
+    return std::nullopt;
+  return std::max<int64_t>(0, (*ub - *lb + *step - 1) / *step);
+}
+
+int64_t powerOfTwoAtLeast(int64_t n) {
+  int64_t p = 1;
+  while (p < n)
+    p *= 2;
+  return p;
+}
+
+struct TileParallelLoopsPass : impl::TileParallelLoopsBase<TileParallelLoopsPass> {
+  using TileParallelLoopsBase::TileParallelLoopsBase;
+  void runOnOperation() override {
+    if (threads < 1) {
+      getOperation().emitError("dsf-tile-parallel-loops: threads must be at least 1, not ") << int64_t(threads);
+      return signalPassFailure();
+    }
+    SmallVector<scf::ParallelOp> loops;
+    getOperation().walk([&](scf::ParallelOp loop) {
+      if (!loop->getParentOfType<scf::ParallelOp>() && !loop->getParentOfType<gpu::GPUModuleOp>())
+        loops.push_back(loop);
+    });
+    for (scf::ParallelOp loop : loops) {
+      unsigned rank = loop.getNumLoops();
+      SmallVector<int64_t> sizes(rank, 1);
+      int64_t left = threads;
+      for (unsigned d = rank; d-- > 0 && left > 1;) {
+        std::optional<int64_t> trip = staticTripCount(loop, d);
+        int64_t take = trip ? std::min(left, powerOfTwoAtLeast(std::max<int64_t>(*trip, 1))) : left;
+        sizes[d] = take;
+        left /= take;
+      }
+      scf::tileParallelLoop(loop, sizes, /*noMinMaxBounds=*/true);
+    }
+  }
+};
+} // namespace
+} // namespace mlir::dsf
