@@ -37,6 +37,7 @@ struct CudaPipelineOptions {
   std::string chip = "sm_90a";
   std::string toolkit = "/usr/local/cuda";   // ptxas for the cubins
   bool emitPtx = false;                      // stop at PTX (--emit=ptx)
+  bool batchInvariant = false;               // one summation order whatever the rows (--batch-invariant)
 };
 /// After dsf-to-linalg: bufferization, one kernel per linalg op (tiled
 /// parallel loops on blocks x threads), NVVM, cubins for `chip` through

@@ -87,4 +87,32 @@ def TileParallelLoops : Pass<"dsf-tile-parallel-loops", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];
 }
 
+def GpuTiledMatmul : Pass<"dsf-gpu-tiled-matmul", "::mlir::ModuleOp"> {
+  let summary = "Run the projections (rows times a transposed weight) as shared-memory tiled GPU kernels";
+  let description = [{
+    Rewrites each bufferized `linalg.generic` that computes
+    C[t, o] += sum_d A[t, d] * W[o, d] (the shape of every projection: a
+    linear layer, the mHC mix, the head) in f32 into a `gpu.launch` of a
+    tiled kernel: blocks of 256 threads compute 64 x 64 tiles of C, staging
+    64 x 16 tiles of A and W in workgroup (shared) memory with coalesced
+    loads, each thread accumulating a 4 x 4 sub-tile in registers. Below
+    `min-rows` rows (decode), where a tile of 64 rows would mostly idle, an
+    `scf.if` takes a second kernel instead: a warp per output, its lanes
+    reading the weight's row 32 consecutive values at a time (coalesced)
+    and adding their partial sums with shuffles. Still f32: the same sums in
+    another order.
+
+    With `batch-invariant`, the few-rows case keeps the generic (one thread
+    per output) instead: it adds the products in the same order as the tiled
+    kernel, so a row's result does not depend on how many rows ran with it
+    and a decode equals its prefill bit for bit, at the cost of a slower
+    decode.
+  }];
+  let options = [Option<"minRows", "min-rows", "int64_t", "16", "Rows from which the tiled kernel runs">,
+                 Option<"batchInvariant", "batch-invariant", "bool", "false",
+                        "Sum in one order whatever the number of rows">];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 #endif // DSF_LOWERING_PASSES_TD

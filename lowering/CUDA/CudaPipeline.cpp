@@ -29,11 +29,14 @@ LogicalResult mlir::dsf::buildCudaPipelineFromLinalg(OpPassManager &pm, const Cu
   // The toolkit also gives libdevice (math functions as __nv_*), linked in
   // either way.
   std::string binary = std::string(options.emitPtx ? "isa" : "bin") + " toolkit=" + options.toolkit;
-  // Copies become kernels like the rest (dsf-copies-to-linalg), and once the
+  // Copies become kernels like the rest (dsf-copies-to-linalg), projections
+  // of 16 rows or more shared-memory tiled kernels (dsf-gpu-tiled-matmul),
+  // and once the
   // kernels are outlined dsf-place-buffers moves the host's own scratch to
   // the stack and proves the host code dereferences no device buffer: the
   // runtime then queues the kernels without synchronizing between them.
   std::string text = "canonicalize,convert-bufferization-to-memref,dsf-copies-to-linalg,"
+                     "dsf-gpu-tiled-matmul{batch-invariant=" + std::string(options.batchInvariant ? "true" : "false") + "},"
                      "convert-linalg-to-parallel-loops,"
                      "dsf-tile-parallel-loops{threads=128},"
                      "func.func(gpu-map-parallel-loops{mapping-policy=innermost-first}),convert-parallel-loops-to-gpu,dsf-sink-globals-into-kernels,"

@@ -82,6 +82,10 @@ cl::opt<std::string> target("target", cl::desc("Compile for a target and write a
 cl::opt<std::string> hostCpu("host-cpu", cl::desc("--target=cpu: LLVM CPU name (default x86-64-v2; "
                                                   "'native' for this machine's)"),
                              cl::init("x86-64-v2"), cl::cat(dsfCategory));
+cl::opt<bool> batchInvariant("batch-invariant",
+                             cl::desc("--target=cuda: every projection sums in one order whatever the number of rows, "
+                                      "so a decode equals its prefill bit for bit (slower decode)"),
+                             cl::cat(dsfCategory));
 cl::opt<std::string> cudaToolkit("cuda-toolkit", cl::desc("--target=cuda: the CUDA toolkit whose ptxas compiles the kernels"),
                                  cl::init("/usr/local/cuda"), cl::cat(dsfCategory));
 cl::opt<std::string> output("o", cl::desc("Output file (default: stdout)"),
@@ -131,6 +135,7 @@ int compileArtifact(mlir::ModuleOp module, const dsf::ModelConfig &config,
   mlir::dsf::CudaPipelineOptions cudaOptions;
   cudaOptions.toolkit = cudaToolkit;
   cudaOptions.emitPtx = emit == "ptx";
+  cudaOptions.batchInvariant = batchInvariant;
   if (cuda && !cudaOptions.emitPtx && !llvm::sys::fs::exists(cudaToolkit + "/bin/ptxas"))
     return error("--target=cuda: no ptxas in " + cudaToolkit + "/bin (give the toolkit with --cuda-toolkit)");
   if (failed(mlir::applyPassManagerCLOptions(toLlvm)) ||
@@ -211,6 +216,8 @@ int main(int argc, char **argv) {
     return error("--emit: unknown kind '" + emit + "' (expected dsf, import or ptx)");
   if (emit == "ptx" && target != "cuda")
     return error("--emit=ptx prints the kernels of --target=cuda");
+  if (batchInvariant && target != "cuda")
+    return error("--batch-invariant chooses the kernels of --target=cuda (the CPU's sum in one order already)");
 
   mlir::dsf::PipelineOptions pipelineOptions;
   pipelineOptions.kvQuant = !noKvQuant;

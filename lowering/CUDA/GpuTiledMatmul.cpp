@@ -1,0 +1,213 @@
+//===- GpuTiledMatmul.cpp - dsf-gpu-tiled-matmul ----------------------------===//
+//
+// The classic shared-memory tiled SIMT GEMM (64 x 64 tiles of C, 16-deep
+// slices of the reduction, 4 x 4 outputs a thread), built directly as a
+// gpu.launch so that the rest of the CUDA pipeline (outlining, NVVM, ptxas)
+// treats it like any other kernel. Tensor cores come after it: this is the
+// f32 step that keeps every numerics check as it is.
+//
+//===----------------------------------------------------------------------===//
+#include "lowering/Passes.h"
+
+#include "mlir/IR/AffineMap.h"
+
+namespace mlir::dsf {
+#define GEN_PASS_DEF_GPUTILEDMATMUL
+#include "lowering/Passes.h.inc"
+
+namespace {
+constexpr int64_t kTile = 64, kDepth = 16, kThreads = 256, kPerThread = 4;
+
+/// C[t, o] += A[t, d] * W[o, d] over d, in f32, on buffers.
+bool isRowsTimesTransposed(linalg::GenericOp g) {
+  if (!g.hasPureBufferSemantics() || g.getNumDpsInputs() != 2 || g.getNumDpsInits() != 1 || g.getNumLoops() != 3)
+    return false;
+  auto it = g.getIteratorTypesArray();
+  if (it[0] != utils::IteratorType::parallel || it[1] != utils::IteratorType::parallel ||
+      it[2] != utils::IteratorType::reduction)
+    return false;
+  MLIRContext *ctx = g.getContext();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  SmallVector<AffineMap> maps = g.getIndexingMapsArray();
+  if (maps[0] != AffineMap::get(3, 0, {d(0), d(2)}, ctx) || maps[1] != AffineMap::get(3, 0, {d(1), d(2)}, ctx) ||
+      maps[2] != AffineMap::get(3, 0, {d(0), d(1)}, ctx))
+    return false;
+  for (Value v : g->getOperands())
+    if (!llvm::cast<MemRefType>(v.getType()).getElementType().isF32())
+      return false;
+  Block &body = g.getRegion().front();
+  if (body.getOperations().size() != 3)
+    return false;
+  auto mul = dyn_cast<arith::MulFOp>(body.front());
+  auto add = dyn_cast<arith::AddFOp>(*std::next(body.begin()));
+  auto yield = dyn_cast<linalg::YieldOp>(body.back());
+  if (!mul || !add || !yield || yield.getNumOperands() != 1 || yield.getOperand(0) != add.getResult())
+    return false;
+  Value a = body.getArgument(0), w = body.getArgument(1), c = body.getArgument(2);
+  bool mulOk = (mul.getLhs() == a && mul.getRhs() == w) || (mul.getLhs() == w && mul.getRhs() == a);
+  bool addOk = (add.getLhs() == c && add.getRhs() == mul.getResult()) ||
+               (add.getLhs() == mul.getResult() && add.getRhs() == c);
+  return mulOk && addOk;
+}
+
+void buildTiledKernel(OpBuilder &b, Location loc, Value A, Value W, Value C, Value M, Value N, Value K) {
+  MLIRContext *ctx = b.getContext();
+  auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
+  Value one = idx(1);
+  auto ceilDiv = [&](Value x, int64_t by) {
+    return arith::DivUIOp::create(b, loc, arith::AddIOp::create(b, loc, x, idx(by - 1)), idx(by)).getResult();
+  };
+  auto shared = MemRefType::get({kDepth, kTile}, b.getF32Type(), MemRefLayoutAttrInterface{},
+                                gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+  auto launch = gpu::LaunchOp::create(b, loc, ceilDiv(N, kTile), ceilDiv(M, kTile), one, idx(kThreads), one, one,
+                                      nullptr, nullptr, ValueRange{}, TypeRange{shared, shared});
+  Block &entry = launch.getBody().front();
+  OpBuilder k = OpBuilder::atBlockEnd(&entry);
+  auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(k, loc, v).getResult(); };
+  Value As = launch.getWorkgroupAttributions()[0], Ws = launch.getWorkgroupAttributions()[1];
+  Value tid = launch.getThreadIds().x;
+  Value row0 = arith::MulIOp::create(k, loc, launch.getBlockIds().y, c(kTile));
+  Value col0 = arith::MulIOp::create(k, loc, launch.getBlockIds().x, c(kTile));
+  Value ty = arith::DivUIOp::create(k, loc, tid, c(kTile / kPerThread));
+  Value tx = arith::RemUIOp::create(k, loc, tid, c(kTile / kPerThread));
+  Value zero = arith::ConstantFloatOp::create(k, loc, k.getF32Type(), APFloat(0.0f));
+  auto lessThan = [&](OpBuilder &o, Value x, Value bound) {
+    return arith::CmpIOp::create(o, loc, arith::CmpIPredicate::ult, x, bound).getResult();
+  };
+  /// x[r, col] if both are in range, else 0.
+  auto guardedLoad = [&](OpBuilder &o, Value x, Value r, Value rows, Value col, Value cols) {
+    Value in = arith::AndIOp::create(o, loc, lessThan(o, r, rows), lessThan(o, col, cols));
+    auto branch = scf::IfOp::create(o, loc, TypeRange{o.getF32Type()}, in, /*withElse=*/true);
+    OpBuilder t = branch.getThenBodyBuilder();
+    scf::YieldOp::create(t, loc, memref::LoadOp::create(t, loc, x, ValueRange{r, col}).getResult());
+    OpBuilder e = branch.getElseBodyBuilder();
+    scf::YieldOp::create(e, loc, zero);
+    return branch.getResult(0);
+  };
+
+  SmallVector<Value> init(kPerThread * kPerThread, zero);
+  auto slices = scf::ForOp::create(
+      k, loc, c(0), K, c(kDepth), init, [&](OpBuilder &o, Location l, Value k0, ValueRange acc) {
+        // Stage A's rows [row0, +64) and W's rows [col0, +64) at depths
+        // [k0, +16): consecutive threads read consecutive depths.
+        for (int64_t i = 0; i < kTile * kDepth / kThreads; ++i) {
+          Value e = arith::AddIOp::create(o, l, tid, arith::ConstantIndexOp::create(o, l, i * kThreads));
+          Value r = arith::DivUIOp::create(o, l, e, arith::ConstantIndexOp::create(o, l, kDepth));
+          Value dd = arith::RemUIOp::create(o, l, e, arith::ConstantIndexOp::create(o, l, kDepth));
+          Value gk = arith::AddIOp::create(o, l, k0, dd);
+          Value a = guardedLoad(o, A, arith::AddIOp::create(o, l, row0, r), M, gk, K);
+          memref::StoreOp::create(o, l, a, As, ValueRange{dd, r});
+          Value w = guardedLoad(o, W, arith::AddIOp::create(o, l, col0, r), N, gk, K);
+          memref::StoreOp::create(o, l, w, Ws, ValueRange{dd, r});
+        }
+        gpu::BarrierOp::create(o, l);
+        auto depth = scf::ForOp::create(
+            o, l, arith::ConstantIndexOp::create(o, l, 0), arith::ConstantIndexOp::create(o, l, kDepth),
+            arith::ConstantIndexOp::create(o, l, 1), acc, [&](OpBuilder &p, Location pl, Value dd, ValueRange sums) {
+              SmallVector<Value> av, wv, next;
+              for (int64_t i = 0; i < kPerThread; ++i) {
+                Value ri = arith::AddIOp::create(p, pl, arith::MulIOp::create(p, pl, ty, arith::ConstantIndexOp::create(p, pl, kPerThread)),
+                                                 arith::ConstantIndexOp::create(p, pl, i));
+                Value ci = arith::AddIOp::create(p, pl, arith::MulIOp::create(p, pl, tx, arith::ConstantIndexOp::create(p, pl, kPerThread)),
+                                                 arith::ConstantIndexOp::create(p, pl, i));
+                av.push_back(memref::LoadOp::create(p, pl, As, ValueRange{dd, ri}));
+                wv.push_back(memref::LoadOp::create(p, pl, Ws, ValueRange{dd, ci}));
+              }
+              for (int64_t i = 0; i < kPerThread; ++i)
+                for (int64_t j = 0; j < kPerThread; ++j)
+                  next.push_back(arith::AddFOp::create(p, pl, sums[i * kPerThread + j],
+                                                       arith::MulFOp::create(p, pl, av[i], wv[j])));
+              scf::YieldOp::create(p, pl, next);
+            });
+        gpu::BarrierOp::create(o, l);
+        scf::YieldOp::create(o, l, depth.getResults());
+      });
+  for (int64_t i = 0; i < kPerThread; ++i)
+    for (int64_t j = 0; j < kPerThread; ++j) {
+      Value r = arith::AddIOp::create(k, loc, arith::MulIOp::create(k, loc, ty, c(kPerThread)), c(i));
+      Value col = arith::AddIOp::create(k, loc, arith::MulIOp::create(k, loc, tx, c(kPerThread)), c(j));
+      r = arith::AddIOp::create(k, loc, row0, r);
+      col = arith::AddIOp::create(k, loc, col0, col);
+      Value in = arith::AndIOp::create(k, loc, lessThan(k, r, M), lessThan(k, col, N));
+      auto store = scf::IfOp::create(k, loc, TypeRange{}, in, /*withElse=*/false);
+      OpBuilder t = store.getThenBodyBuilder();
+      Value old = memref::LoadOp::create(t, loc, C, ValueRange{r, col});
+      Value sum = arith::AddFOp::create(t, loc, old, slices.getResult(i * kPerThread + j));
+      memref::StoreOp::create(t, loc, sum, C, ValueRange{r, col});
+    }
+  gpu::TerminatorOp::create(k, loc);
+}
+
+/// Few rows (decode): a warp per output C[m, o]; its lanes read W's row o
+/// (and A's row m) 32 consecutive values at a time, coalesced, and add
+/// their partial sums with shuffles. Every lane of a warp has the same o, so
+/// a warp past N is out as a whole and the shuffles see full warps.
+void buildWarpKernel(OpBuilder &b, Location loc, Value A, Value W, Value C, Value M, Value N, Value K) {
+  auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
+  constexpr int64_t kWarp = 32, kWarps = kThreads / kWarp;
+  Value one = idx(1);
+  Value blocks = arith::DivUIOp::create(b, loc, arith::AddIOp::create(b, loc, N, idx(kWarps - 1)), idx(kWarps));
+  auto launch = gpu::LaunchOp::create(b, loc, blocks, M, one, idx(kThreads), one, one);
+  OpBuilder k = OpBuilder::atBlockEnd(&launch.getBody().front());
+  auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(k, loc, v).getResult(); };
+  Value tid = launch.getThreadIds().x;
+  Value lane = arith::RemUIOp::create(k, loc, tid, c(kWarp));
+  Value o = arith::AddIOp::create(k, loc, arith::MulIOp::create(k, loc, launch.getBlockIds().x, c(kWarps)),
+                                  arith::DivUIOp::create(k, loc, tid, c(kWarp)));
+  Value m = launch.getBlockIds().y;
+  auto inRange = scf::IfOp::create(k, loc, TypeRange{},
+                                   arith::CmpIOp::create(k, loc, arith::CmpIPredicate::ult, o, N), false);
+  OpBuilder t = inRange.getThenBodyBuilder();
+  Value zero = arith::ConstantFloatOp::create(t, loc, t.getF32Type(), APFloat(0.0f));
+  auto dot = scf::ForOp::create(t, loc, lane, K, arith::ConstantIndexOp::create(t, loc, kWarp), ValueRange{zero},
+                                [&](OpBuilder &p, Location l, Value d, ValueRange acc) {
+                                  Value a = memref::LoadOp::create(p, l, A, ValueRange{m, d});
+                                  Value w = memref::LoadOp::create(p, l, W, ValueRange{o, d});
+                                  scf::YieldOp::create(p, l, arith::AddFOp::create(p, l, acc[0],
+                                                                                    arith::MulFOp::create(p, l, a, w))
+                                                                 .getResult());
+                                });
+  Value sum = dot.getResult(0);
+  for (int32_t offset = kWarp / 2; offset > 0; offset /= 2) {
+    auto other = gpu::ShuffleOp::create(t, loc, sum, offset, int32_t(kWarp), gpu::ShuffleMode::XOR);
+    sum = arith::AddFOp::create(t, loc, sum, other.getShuffleResult());
+  }
+  Value first = arith::CmpIOp::create(t, loc, arith::CmpIPredicate::eq, lane, arith::ConstantIndexOp::create(t, loc, 0));
+  auto write = scf::IfOp::create(t, loc, TypeRange{}, first, false);
+  OpBuilder w = write.getThenBodyBuilder();
+  Value old = memref::LoadOp::create(w, loc, C, ValueRange{m, o});
+  memref::StoreOp::create(w, loc, arith::AddFOp::create(w, loc, old, sum), C, ValueRange{m, o});
+  gpu::TerminatorOp::create(k, loc);
+}
+
+struct GpuTiledMatmulPass : impl::GpuTiledMatmulBase<GpuTiledMatmulPass> {
+  using GpuTiledMatmulBase::GpuTiledMatmulBase;
+  void runOnOperation() override {
+    SmallVector<linalg::GenericOp> matmuls;
+    getOperation().walk([&](linalg::GenericOp g) {
+      if (!g->getParentOfType<gpu::GPUModuleOp>() && !g->getParentOfType<gpu::LaunchOp>() && isRowsTimesTransposed(g))
+        matmuls.push_back(g);
+    });
+    for (linalg::GenericOp g : matmuls) {
+      OpBuilder b(g);
+      Location loc = g.getLoc();
+      Value A = g.getDpsInputs()[0], W = g.getDpsInputs()[1], C = g.getDpsInits()[0];
+      Value M = memref::DimOp::create(b, loc, A, 0), K = memref::DimOp::create(b, loc, A, 1),
+            N = memref::DimOp::create(b, loc, W, 0);
+      Value tiled = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, M,
+                                          arith::ConstantIndexOp::create(b, loc, minRows));
+      auto choice = scf::IfOp::create(b, loc, TypeRange{}, tiled, /*withElse=*/true);
+      OpBuilder t = choice.getThenBodyBuilder();
+      buildTiledKernel(t, loc, A, W, C, M, N, K);
+      if (batchInvariant) {
+        g->moveBefore(choice.elseBlock()->getTerminator());
+        continue;
+      }
+      OpBuilder e = OpBuilder::atBlockBegin(choice.elseBlock());
+      buildWarpKernel(e, loc, A, W, C, M, N, K);
+      g.erase();
+    }
+  }
+};
+} // namespace
+} // namespace mlir::dsf
