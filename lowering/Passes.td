@@ -115,4 +115,22 @@ def GpuTiledMatmul : Pass<"dsf-gpu-tiled-matmul", "::mlir::ModuleOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def GpuFuseSinkhorn : Pass<"dsf-gpu-fuse-sinkhorn", "::mlir::ModuleOp"> {
+  let summary = "Run each Sinkhorn helper as one kernel, a thread per token";
+  let description = [{
+    dsf-to-linalg writes the mHC's remaining Sinkhorn rounds as a helper
+    function (marked `dsf.sinkhorn = {n, rounds, eps}`) whose loop runs a row
+    and a column normalisation of the whole [tokens, n, n] tensor a round:
+    four kernels a round, 19 rounds, at every mHC site. On bufferized IR this
+    pass replaces the helper's body with one `gpu.launch`: a thread per
+    token keeps its n x n matrix in registers through every round and
+    writes it once to a fresh buffer (results are the caller's, as the
+    deallocation pipeline has it). The arithmetic is the helper's, in the
+    same order (sums from 0 in index order, x / (sum + eps)), so the results
+    are bit for bit the same. Helpers of n above 8 stay as they are.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 #endif // DSF_LOWERING_PASSES_TD

@@ -31,11 +31,12 @@ LogicalResult mlir::dsf::buildCudaPipelineFromLinalg(OpPassManager &pm, const Cu
   std::string binary = std::string(options.emitPtx ? "isa" : "bin") + " toolkit=" + options.toolkit;
   // Copies become kernels like the rest (dsf-copies-to-linalg), projections
   // of 16 rows or more shared-memory tiled kernels (dsf-gpu-tiled-matmul),
+  // the Sinkhorn rounds one kernel (dsf-gpu-fuse-sinkhorn),
   // and once the
   // kernels are outlined dsf-place-buffers moves the host's own scratch to
   // the stack and proves the host code dereferences no device buffer: the
   // runtime then queues the kernels without synchronizing between them.
-  std::string text = "canonicalize,convert-bufferization-to-memref,dsf-copies-to-linalg,"
+  std::string text = "canonicalize,convert-bufferization-to-memref,dsf-copies-to-linalg,dsf-gpu-fuse-sinkhorn,"
                      "dsf-gpu-tiled-matmul{batch-invariant=" + std::string(options.batchInvariant ? "true" : "false") + "},"
                      "convert-linalg-to-parallel-loops,"
                      "dsf-tile-parallel-loops{threads=128},"

@@ -853,6 +853,11 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
       auto combType = RankedTensorType::get({ShapedType::kDynamic, spec.n, spec.n}, b.getF32Type());
       auto helper = func::FuncOp::create(b, loc, name, b.getFunctionType({combType}, {combType}));
       helper.setPrivate();
+      // What the helper computes, for targets that run it as one kernel
+      // (dsf-gpu-fuse-sinkhorn) instead of its rounds of whole-tensor ops.
+      helper->setAttr("dsf.sinkhorn", b.getDictionaryAttr({b.getNamedAttr("n", b.getI64IntegerAttr(spec.n)),
+                                                           b.getNamedAttr("rounds", b.getI64IntegerAttr(spec.rounds)),
+                                                           b.getNamedAttr("eps", b.getF32FloatAttr(float(spec.eps)))}));
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(helper.addEntryBlock());
       Value lb = arith::ConstantIndexOp::create(b, loc, 0), ub = arith::ConstantIndexOp::create(b, loc, spec.rounds),

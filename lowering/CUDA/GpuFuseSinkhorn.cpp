@@ -1,0 +1,89 @@
+//===- GpuFuseSinkhorn.cpp - dsf-gpu-fuse-sinkhorn --------------------------===//
+#include "lowering/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace mlir::dsf {
+#define GEN_PASS_DEF_GPUFUSESINKHORN
+#include "lowering/Passes.h.inc"
+
+namespace {
+constexpr int64_t kThreads = 128, kMaxN = 8;
+
+struct GpuFuseSinkhornPass : impl::GpuFuseSinkhornBase<GpuFuseSinkhornPass> {
+  void runOnOperation() override {
+    for (auto helper : getOperation().getOps<func::FuncOp>()) {
+      auto spec = helper->getAttrOfType<DictionaryAttr>("dsf.sinkhorn");
+      if (!spec || helper.isExternal())
+        continue;
+      auto nAttr = spec.getAs<IntegerAttr>("n"), roundsAttr = spec.getAs<IntegerAttr>("rounds");
+      auto epsAttr = spec.getAs<FloatAttr>("eps");
+      FunctionType type = helper.getFunctionType();
+      auto memref = type.getNumInputs() == 1 && type.getNumResults() == 1
+                        ? llvm::dyn_cast<MemRefType>(type.getInput(0))
+                        : MemRefType();
+      if (!nAttr || !roundsAttr || !epsAttr || !memref || memref.getRank() != 3 ||
+          memref.getDimSize(1) != nAttr.getInt() || memref.getDimSize(2) != nAttr.getInt()) {
+        helper.emitError("dsf-gpu-fuse-sinkhorn: a dsf.sinkhorn helper that is not a bufferized "
+                         "memref<?xNxNxf32> -> memref<?xNxNxf32> function with n, rounds and eps");
+        return signalPassFailure();
+      }
+      int64_t n = nAttr.getInt();
+      if (n > kMaxN)
+        continue;
+      Location loc = helper.getLoc();
+      Block &body = helper.getBody().front();
+      Value in = body.getArgument(0);
+      // The old body goes; the argument stays the caller's.
+      body.getTerminator()->erase();
+      for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body.getOperations())))
+        op.erase();
+      OpBuilder b = OpBuilder::atBlockEnd(&body);
+      auto idx = [&](OpBuilder &o, int64_t v) { return arith::ConstantIndexOp::create(o, loc, v).getResult(); };
+      Value tokens = memref::DimOp::create(b, loc, in, idx(b, 0));
+      auto resultType = llvm::cast<MemRefType>(type.getResult(0));
+      Value out = memref::AllocOp::create(b, loc, resultType, ValueRange{tokens});
+      Value blocks = arith::DivUIOp::create(b, loc, arith::AddIOp::create(b, loc, tokens, idx(b, kThreads - 1)),
+                                            idx(b, kThreads));
+      Value one = idx(b, 1);
+      auto launch = gpu::LaunchOp::create(b, loc, blocks, one, one, idx(b, kThreads), one, one);
+      func::ReturnOp::create(b, loc, out);
+
+      OpBuilder k = OpBuilder::atBlockEnd(&launch.getBody().front());
+      Value t = arith::AddIOp::create(k, loc, arith::MulIOp::create(k, loc, launch.getBlockIds().x, idx(k, kThreads)),
+                                      launch.getThreadIds().x);
+      auto live = scf::IfOp::create(k, loc, TypeRange{},
+                                    arith::CmpIOp::create(k, loc, arith::CmpIPredicate::ult, t, tokens), false);
+      gpu::TerminatorOp::create(k, loc);
+      OpBuilder w = live.getThenBodyBuilder();
+      SmallVector<Value> cells;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j)
+          cells.push_back(memref::LoadOp::create(w, loc, in, ValueRange{t, idx(w, i), idx(w, j)}));
+      Value eps = arith::ConstantOp::create(w, loc, epsAttr);
+      Value zero = arith::ConstantFloatOp::create(w, loc, w.getF32Type(), APFloat(0.0f));
+      auto rounds = scf::ForOp::create(
+          w, loc, idx(w, 0), idx(w, roundsAttr.getInt()), idx(w, 1), cells,
+          [&](OpBuilder &r, Location l, Value, ValueRange m) {
+            SmallVector<Value> c(m.begin(), m.end());
+            // Rows, then columns: sum from 0 in index order, then x / (sum + eps).
+            for (int axis = 2; axis >= 1; --axis)
+              for (int64_t kept = 0; kept < n; ++kept) {
+                auto at = [&](int64_t reduced) { return axis == 2 ? kept * n + reduced : reduced * n + kept; };
+                Value sum = zero;
+                for (int64_t q = 0; q < n; ++q)
+                  sum = arith::AddFOp::create(r, l, sum, c[at(q)]);
+                Value d = arith::AddFOp::create(r, l, sum, eps);
+                for (int64_t q = 0; q < n; ++q)
+                  c[at(q)] = arith::DivFOp::create(r, l, c[at(q)], d);
+              }
+            scf::YieldOp::create(r, l, c);
+          });
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j)
+          memref::StoreOp::create(w, loc, rounds.getResult(i * n + j), out, ValueRange{t, idx(w, i), idx(w, j)});
+    }
+  }
+};
+} // namespace
+} // namespace mlir::dsf
