@@ -16,7 +16,16 @@ def DsfToLinalg : Pass<"dsf-to-linalg", "::mlir::ModuleOp"> {
 
     Every dsf op is lowered (see lowering/README.md); an op in a form the
     lowering does not handle fails to legalize with a diagnostic naming it.
+
+    The indexer's top-k is exact either way: below `topk-threshold-from`
+    entries each candidate is ranked against every other (O(entries^2) a
+    token, few kernels), from there by a threshold search (the k-th largest
+    score's bits found one bit a pass, ties cut by index the same way, then
+    a blocked scan and a binary search place the chosen indices: O(entries)
+    a pass, about 60 passes). Both give the same selection, bit for bit.
   }];
+  let options = [Option<"topkThresholdFrom", "topk-threshold-from", "int64_t", "256",
+                        "Entries from which the top-k is a threshold search (0: always)">];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
                            "::mlir::func::FuncDialect", "::mlir::scf::SCFDialect"];

@@ -248,6 +248,296 @@ struct CompressLowering : DsfPattern<CompressOp> {
   }
 };
 
+/// The same selection as rankSelect, in O(entries) a pass. Scores become
+/// unsigned keys in the order of their floats (x + 0 first, so that -0 and +0
+/// are one key, as they are one float). Then, a row at a time in parallel:
+///  1. tau, the k-th largest key: built from the top bit down, keeping a bit
+///     when at least k keys are >= the prefix with it (32 passes);
+///  2. the ties at tau that fit (k - #keys > tau): those before index cut,
+///     cut built the same way over the bits of the index (log2 passes);
+///  3. selected = finite and (key > tau or (key == tau and index < cut));
+///  4. each entry's inclusive count of selected entries, by blocks of 64
+///     (per-block counts, their prefix, the count within the block);
+///  5. slot s of the output: the first index whose count exceeds s, by a
+///     binary search over those counts.
+Value thresholdSelect(OpBuilder &b, Location loc, Value ranked, int64_t k, Value q) {
+  MLIRContext *ctx = b.getContext();
+  constexpr int64_t kBlock = 64;
+  auto scoreType = tensorType(ranked);
+  auto i32 = b.getI32Type(), i1 = b.getI1Type();
+  Value tokens = dim0(b, loc, ranked), entries = tensor::DimOp::create(b, loc, ranked, 1);
+  auto full = [&](OpBuilder &o, Type elem) {
+    return tensor::EmptyOp::create(o, loc, RankedTensorType::get(scoreType.getShape(), elem), ValueRange{tokens, entries})
+        .getResult();
+  };
+  auto rowType = RankedTensorType::get({ShapedType::kDynamic}, i32);
+  auto perRow = [&](OpBuilder &o) { return tensor::EmptyOp::create(o, loc, rowType, ValueRange{tokens}).getResult(); };
+  auto c32 = [&](OpBuilder &o, int64_t v) { return i32Const(o, loc, int32_t(v)); };
+  auto asI32 = [&](OpBuilder &o, Location l, Value index) {
+    return arith::IndexCastOp::create(o, l, o.getI32Type(), index).getResult();
+  };
+  /// out[t] = f(rows[t]...) over 1-D i32 tensors.
+  auto rowwise = [&](OpBuilder &o, ValueRange inputs, function_ref<Value(OpBuilder &, Location, ValueRange)> f) {
+    SmallVector<AffineMap> maps(inputs.size() + 1, pick(ctx, 1, {0}));
+    return linalg::GenericOp::create(o, loc, TypeRange{rowType}, inputs, ValueRange{perRow(o)}, maps, iterators(1),
+                                     [&](OpBuilder &nb, Location l, ValueRange a) {
+                                       linalg::YieldOp::create(nb, l, f(nb, l, a.drop_back()));
+                                     })
+        .getResult(0);
+  };
+  // keys[t, j]: the scores' bits, ordered as unsigned integers.
+  Value keys = linalg::GenericOp::create(
+                   b, loc, TypeRange{RankedTensorType::get(scoreType.getShape(), i32)}, ValueRange{ranked},
+                   ValueRange{full(b, i32)}, ArrayRef<AffineMap>{pick(ctx, 2, {0, 1}), pick(ctx, 2, {0, 1})},
+                   iterators(2),
+                   [&](OpBuilder &nb, Location l, ValueRange a) {
+                     Value x = arith::AddFOp::create(nb, l, a[0], f32Const(nb, l, 0.0));
+                     Value bits = arith::BitcastOp::create(nb, l, nb.getI32Type(), x);
+                     Value negative = arith::ShRSIOp::create(nb, l, bits, c32(nb, 31));
+                     Value key = arith::XOrIOp::create(nb, l, bits, arith::AndIOp::create(nb, l, negative, c32(nb, 0x7fffffff)));
+                     linalg::YieldOp::create(nb, l, arith::XOrIOp::create(nb, l, key, c32(nb, INT32_MIN)).getResult());
+                   })
+                   .getResult(0);
+  /// count[t] = #{j : pred(key[t, j], j, rows[t]...)}
+  auto countRows = [&](OpBuilder &o, ValueRange rows,
+                       function_ref<Value(OpBuilder &, Location, Value, Value, ValueRange)> pred) {
+    SmallVector<Value> inputs{keys};
+    inputs.append(rows.begin(), rows.end());
+    SmallVector<AffineMap> maps{pick(ctx, 2, {0, 1})};
+    for (size_t i = 0; i < rows.size(); ++i)
+      maps.push_back(pick(ctx, 2, {0}));
+    maps.push_back(pick(ctx, 2, {0}));
+    return linalg::GenericOp::create(o, loc, TypeRange{rowType}, inputs, ValueRange{filled(o, loc, c32(o, 0), perRow(o))},
+                                     maps, iterators(1, 1),
+                                     [&](OpBuilder &nb, Location l, ValueRange a) {
+                                       Value j = asI32(nb, l, linalg::IndexOp::create(nb, l, 1));
+                                       Value hit = pred(nb, l, a[0], j, a.slice(1, rows.size()));
+                                       Value one = arith::ExtUIOp::create(nb, l, nb.getI32Type(), hit);
+                                       linalg::YieldOp::create(nb, l, arith::AddIOp::create(nb, l, a.back(), one).getResult());
+                                     })
+        .getResult(0);
+  };
+  auto idx = [&](OpBuilder &o, int64_t v) { return indexConst(o, loc, v); };
+  /// into[t] = f(rows[t]..., into[t]), in place: a loop's carried row tensor
+  /// stays one buffer (one-shot bufferization wants a loop's yield to be its
+  /// argument's buffer).
+  auto updateRows = [&](OpBuilder &o, ValueRange inputs, Value into,
+                        function_ref<Value(OpBuilder &, Location, ValueRange)> f) {
+    SmallVector<AffineMap> maps(inputs.size() + 1, pick(ctx, 1, {0}));
+    return linalg::GenericOp::create(o, loc, TypeRange{rowType}, inputs, ValueRange{into}, maps, iterators(1),
+                                     [&](OpBuilder &nb, Location l, ValueRange a) {
+                                       linalg::YieldOp::create(nb, l, f(nb, l, a));
+                                     })
+        .getResult(0);
+  };
+
+  // 1. tau.
+  auto thresholds = scf::ForOp::create(
+      b, loc, idx(b, 0), idx(b, 32), idx(b, 1), ValueRange{filled(b, loc, c32(b, 0), perRow(b))},
+      [&](OpBuilder &o, Location l, Value iv, ValueRange it) {
+        Value bit = arith::ShLIOp::create(o, l, c32(o, 1), arith::SubIOp::create(o, l, c32(o, 31), asI32(o, l, iv)));
+        Value cand = rowwise(o, ValueRange{it[0]}, [&](OpBuilder &nb, Location ll, ValueRange a) {
+          return arith::OrIOp::create(nb, ll, a[0], bit).getResult();
+        });
+        Value atLeast = countRows(o, ValueRange{cand}, [](OpBuilder &nb, Location ll, Value key, Value, ValueRange r) {
+          return arith::CmpIOp::create(nb, ll, arith::CmpIPredicate::uge, key, r[0]).getResult();
+        });
+        Value next = updateRows(o, ValueRange{cand, atLeast}, it[0], [&](OpBuilder &nb, Location ll, ValueRange a) {
+          Value enough = arith::CmpIOp::create(nb, ll, arith::CmpIPredicate::sge, a[1], c32(nb, k));
+          return arith::SelectOp::create(nb, ll, enough, a[0], a[2]).getResult();
+        });
+        scf::YieldOp::create(o, l, next);
+      });
+  Value tau = thresholds.getResult(0);
+  // 2. The ties that fit: those before cut.
+  Value above = countRows(b, ValueRange{tau}, [](OpBuilder &nb, Location l, Value key, Value, ValueRange r) {
+    return arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ugt, key, r[0]).getResult();
+  });
+  Value allowed = rowwise(b, ValueRange{above}, [&](OpBuilder &nb, Location l, ValueRange a) {
+    return arith::SubIOp::create(nb, l, c32(nb, k), a[0]).getResult();
+  });
+  // Bits of entries + 1: the passes of the index searches.
+  Value span = asI32(b, loc, arith::AddIOp::create(b, loc, entries, idx(b, 1)));
+  Value bitsI32 = arith::SubIOp::create(b, loc, c32(b, 32), math::CountLeadingZerosOp::create(b, loc, span));
+  Value bits = arith::IndexCastOp::create(b, loc, b.getIndexType(), bitsI32);
+  auto cuts = scf::ForOp::create(
+      b, loc, idx(b, 0), bits, idx(b, 1), ValueRange{filled(b, loc, c32(b, 0), perRow(b))},
+      [&](OpBuilder &o, Location l, Value iv, ValueRange it) {
+        Value shift = arith::SubIOp::create(o, l, arith::SubIOp::create(o, l, bitsI32, c32(o, 1)), asI32(o, l, iv));
+        Value bit = arith::ShLIOp::create(o, l, c32(o, 1), shift);
+        Value cand = rowwise(o, ValueRange{it[0]}, [&](OpBuilder &nb, Location ll, ValueRange a) {
+          return arith::OrIOp::create(nb, ll, a[0], bit).getResult();
+        });
+        Value ties = countRows(o, ValueRange{tau, cand}, [](OpBuilder &nb, Location ll, Value key, Value j, ValueRange r) {
+          Value tie = arith::CmpIOp::create(nb, ll, arith::CmpIPredicate::eq, key, r[0]);
+          Value before = arith::CmpIOp::create(nb, ll, arith::CmpIPredicate::ult, j, r[1]);
+          return arith::AndIOp::create(nb, ll, tie, before).getResult();
+        });
+        Value next = updateRows(o, ValueRange{cand, ties, allowed}, it[0], [&](OpBuilder &nb, Location ll, ValueRange a) {
+          Value fewer = arith::CmpIOp::create(nb, ll, arith::CmpIPredicate::slt, a[1], a[2]);
+          return arith::SelectOp::create(nb, ll, fewer, a[0], a[3]).getResult();
+        });
+        scf::YieldOp::create(o, l, next);
+      });
+  Value cut = rowwise(b, ValueRange{cuts.getResult(0)}, [&](OpBuilder &nb, Location l, ValueRange a) {
+    return arith::AddIOp::create(nb, l, a[0], c32(nb, 1)).getResult();
+  });
+  // 3. The selection as a mask.
+  Value selected = linalg::GenericOp::create(
+                       b, loc, TypeRange{RankedTensorType::get(scoreType.getShape(), i1)}, ValueRange{ranked, keys, tau, cut},
+                       ValueRange{full(b, i1)},
+                       ArrayRef<AffineMap>{pick(ctx, 2, {0, 1}), pick(ctx, 2, {0, 1}), pick(ctx, 2, {0}), pick(ctx, 2, {0}),
+                                           pick(ctx, 2, {0, 1})},
+                       iterators(2),
+                       [&](OpBuilder &nb, Location l, ValueRange a) {
+                         Value j = asI32(nb, l, linalg::IndexOp::create(nb, l, 1));
+                         Value finite = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OGT, a[0], minusInfinity(nb, l));
+                         Value over = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ugt, a[1], a[2]);
+                         Value tie = arith::AndIOp::create(nb, l, arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, a[1], a[2]),
+                                                           arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, j, a[3]));
+                         linalg::YieldOp::create(nb, l, arith::AndIOp::create(nb, l, finite, arith::OrIOp::create(nb, l, over, tie)).getResult());
+                       })
+                       .getResult(0);
+  // 4. Inclusive counts of selected entries, by blocks.
+  Value blocks = arith::CeilDivUIOp::create(b, loc, entries, idx(b, kBlock));
+  auto blockType = RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, i32);
+  Value within = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{kBlock}, i32);
+  auto selectedAt = [&](OpBuilder &nb, Location l, Value t, Value j) {
+    Value inRange = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, j, entries);
+    Value safe = arith::SelectOp::create(nb, l, inRange, j, indexConst(nb, l, 0));
+    Value v = tensor::ExtractOp::create(nb, l, selected, ValueRange{t, safe});
+    return arith::AndIOp::create(nb, l, inRange, v).getResult();
+  };
+  Value blockCounts = linalg::GenericOp::create(
+                          b, loc, TypeRange{blockType}, ValueRange{within},
+                          ValueRange{filled(b, loc, c32(b, 0), tensor::EmptyOp::create(b, loc, blockType, ValueRange{tokens, blocks}))},
+                          ArrayRef<AffineMap>{pick(ctx, 3, {2}), pick(ctx, 3, {0, 1})}, iterators(2, 1),
+                          [&](OpBuilder &nb, Location l, ValueRange a) {
+                            Value j = arith::AddIOp::create(nb, l, arith::MulIOp::create(nb, l, linalg::IndexOp::create(nb, l, 1), indexConst(nb, l, kBlock)),
+                                                            linalg::IndexOp::create(nb, l, 2));
+                            Value hit = selectedAt(nb, l, linalg::IndexOp::create(nb, l, 0), j);
+                            linalg::YieldOp::create(nb, l, arith::AddIOp::create(nb, l, a[1], arith::ExtUIOp::create(nb, l, nb.getI32Type(), hit)).getResult());
+                          })
+                          .getResult(0);
+  Value blockBase = linalg::GenericOp::create(
+                        b, loc, TypeRange{blockType}, ValueRange{blockCounts},
+                        ValueRange{filled(b, loc, c32(b, 0), tensor::EmptyOp::create(b, loc, blockType, ValueRange{tokens, blocks}))},
+                        ArrayRef<AffineMap>{pick(ctx, 3, {0, 2}), pick(ctx, 3, {0, 1})}, iterators(2, 1),
+                        [&](OpBuilder &nb, Location l, ValueRange a) {
+                          Value earlier = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, linalg::IndexOp::create(nb, l, 2),
+                                                                linalg::IndexOp::create(nb, l, 1));
+                          Value add = arith::SelectOp::create(nb, l, earlier, a[0], c32(nb, 0));
+                          linalg::YieldOp::create(nb, l, arith::AddIOp::create(nb, l, a[1], add).getResult());
+                        })
+                        .getResult(0);
+  Value inBlock = linalg::GenericOp::create(
+                      b, loc, TypeRange{RankedTensorType::get(scoreType.getShape(), i32)}, ValueRange{within},
+                      ValueRange{filled(b, loc, c32(b, 0), full(b, i32))},
+                      ArrayRef<AffineMap>{pick(ctx, 3, {2}), pick(ctx, 3, {0, 1})}, iterators(2, 1),
+                      [&](OpBuilder &nb, Location l, ValueRange a) {
+                        Value j = linalg::IndexOp::create(nb, l, 1);
+                        Value start = arith::MulIOp::create(nb, l, arith::DivUIOp::create(nb, l, j, indexConst(nb, l, kBlock)), indexConst(nb, l, kBlock));
+                        Value jj = arith::AddIOp::create(nb, l, start, linalg::IndexOp::create(nb, l, 2));
+                        Value upTo = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ule, jj, j);
+                        Value hit = arith::AndIOp::create(nb, l, upTo, selectedAt(nb, l, linalg::IndexOp::create(nb, l, 0), jj));
+                        linalg::YieldOp::create(nb, l, arith::AddIOp::create(nb, l, a[1], arith::ExtUIOp::create(nb, l, nb.getI32Type(), hit)).getResult());
+                      })
+                      .getResult(0);
+  Value inclusive = linalg::GenericOp::create(
+                        b, loc, TypeRange{RankedTensorType::get(scoreType.getShape(), i32)}, ValueRange{inBlock},
+                        ValueRange{full(b, i32)}, ArrayRef<AffineMap>{pick(ctx, 2, {0, 1}), pick(ctx, 2, {0, 1})},
+                        iterators(2),
+                        [&](OpBuilder &nb, Location l, ValueRange a) {
+                          Value block = arith::DivUIOp::create(nb, l, linalg::IndexOp::create(nb, l, 1), indexConst(nb, l, kBlock));
+                          Value base = tensor::ExtractOp::create(nb, l, blockBase, ValueRange{linalg::IndexOp::create(nb, l, 0), block});
+                          linalg::YieldOp::create(nb, l, arith::AddIOp::create(nb, l, a[0], base).getResult());
+                        })
+                        .getResult(0);
+  // 5. Slot s: the first index whose inclusive count exceeds s, else -1.
+  auto selType = RankedTensorType::get({ShapedType::kDynamic, k}, i32);
+  Value steps = arith::AddIOp::create(b, loc, bits, idx(b, 1));
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{selType}, ValueRange{}, ValueRange{emptyTensor(b, loc, selType, q)},
+             ArrayRef<AffineMap>{pick(ctx, 2, {0, 1})}, iterators(2),
+             [&](OpBuilder &nb, Location l, ValueRange) {
+               Value t = linalg::IndexOp::create(nb, l, 0);
+               Value s = asI32(nb, l, linalg::IndexOp::create(nb, l, 1));
+               auto search = scf::ForOp::create(
+                   nb, l, indexConst(nb, l, 0), steps, indexConst(nb, l, 1), ValueRange{indexConst(nb, l, 0), entries},
+                   [&](OpBuilder &sb, Location sl, Value, ValueRange lh) {
+                     Value open = arith::CmpIOp::create(sb, sl, arith::CmpIPredicate::ult, lh[0], lh[1]);
+                     auto step = scf::IfOp::create(sb, sl, TypeRange{sb.getIndexType(), sb.getIndexType()}, open, true);
+                     OpBuilder tb = step.getThenBodyBuilder();
+                     Value mid = arith::DivUIOp::create(tb, sl, arith::AddIOp::create(tb, sl, lh[0], lh[1]), indexConst(tb, sl, 2));
+                     Value count = tensor::ExtractOp::create(tb, sl, inclusive, ValueRange{t, mid});
+                     Value past = arith::CmpIOp::create(tb, sl, arith::CmpIPredicate::sgt, count, s);
+                     Value lo = arith::SelectOp::create(tb, sl, past, lh[0], arith::AddIOp::create(tb, sl, mid, indexConst(tb, sl, 1)));
+                     Value hi = arith::SelectOp::create(tb, sl, past, mid, lh[1]);
+                     scf::YieldOp::create(tb, sl, ValueRange{lo, hi});
+                     OpBuilder eb = step.getElseBodyBuilder();
+                     scf::YieldOp::create(eb, sl, ValueRange{lh[0], lh[1]});
+                     scf::YieldOp::create(sb, sl, step.getResults());
+                   });
+               Value at = search.getResult(0);
+               Value found = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, at, entries);
+               linalg::YieldOp::create(nb, l, arith::SelectOp::create(nb, l, found, asI32(nb, l, at), c32(nb, -1)).getResult());
+             })
+      .getResult(0);
+}
+
+/// The top-k of each row of `ranked` ([tokens, entries], -inf for none) as
+/// ascending entry indices, -1 padded: every candidate ranked against every
+/// other (stable: ties by index), the first k kept, then placed by counting
+/// the kept ones before each. O(entries^2) a row, a handful of kernels.
+Value rankSelect(OpBuilder &b, Location loc, Value ranked, int64_t k, Value q) {
+  MLIRContext *ctx = b.getContext();
+  auto scoreType = tensorType(ranked);
+  Value tokens = dim0(b, loc, ranked), entries = tensor::DimOp::create(b, loc, ranked, 1);
+  auto emptyScores = [&](Type elem) {
+    return tensor::EmptyOp::create(b, loc, RankedTensorType::get(scoreType.getShape(), elem), ValueRange{tokens, entries})
+        .getResult();
+  };
+  Value rank = stableDescendingRank(b, loc, ranked);
+  auto maskType = RankedTensorType::get(scoreType.getShape(), b.getI1Type());
+  Value selected = linalg::GenericOp::create(
+                       b, loc, TypeRange{maskType}, ValueRange{ranked, rank}, ValueRange{emptyScores(b.getI1Type())},
+                       ArrayRef<AffineMap>{pick(ctx, 2, {0, 1}), pick(ctx, 2, {0, 1}), pick(ctx, 2, {0, 1})},
+                       iterators(2),
+                       [&](OpBuilder &nb, Location l, ValueRange a) {
+                         Value finite = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OGT, a[0], minusInfinity(nb, l));
+                         Value top = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt, a[1], i32Const(nb, l, int32_t(k)));
+                         linalg::YieldOp::create(nb, l, arith::AndIOp::create(nb, l, finite, top).getResult());
+                       })
+                       .getResult(0);
+  // slot[t, j] = #{j' < j selected}
+  auto slotType = RankedTensorType::get(scoreType.getShape(), b.getI32Type());
+  Value slot = linalg::GenericOp::create(
+                   b, loc, TypeRange{slotType}, ValueRange{selected},
+                   ValueRange{filled(b, loc, i32Const(b, loc, 0), emptyScores(b.getI32Type()))},
+                   ArrayRef<AffineMap>{pick(ctx, 3, {0, 2}), pick(ctx, 3, {0, 1})}, iterators(2, 1),
+                   [&](OpBuilder &nb, Location l, ValueRange a) {
+                     Value earlier = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, linalg::IndexOp::create(nb, l, 2),
+                                                           linalg::IndexOp::create(nb, l, 1));
+                     Value counts = arith::AndIOp::create(nb, l, earlier, a[0]);
+                     linalg::YieldOp::create(nb, l, arith::SelectOp::create(nb, l, counts, arith::AddIOp::create(nb, l, a[1], i32Const(nb, l, 1)), a[1]).getResult());
+                   })
+                   .getResult(0);
+  auto selType = RankedTensorType::get({ShapedType::kDynamic, k}, b.getI32Type());
+  Value selection = linalg::GenericOp::create(
+                        b, loc, TypeRange{selType}, ValueRange{selected, slot},
+                        ValueRange{filled(b, loc, i32Const(b, loc, -1), emptyTensor(b, loc, selType, q))},
+                        ArrayRef<AffineMap>{pick(ctx, 3, {0, 2}), pick(ctx, 3, {0, 2}), pick(ctx, 3, {0, 1})},
+                        iterators(2, 1),
+                        [&](OpBuilder &nb, Location l, ValueRange a) {
+                          Value s = arith::IndexCastOp::create(nb, l, nb.getI32Type(), linalg::IndexOp::create(nb, l, 1));
+                          Value j = arith::IndexCastOp::create(nb, l, nb.getI32Type(), linalg::IndexOp::create(nb, l, 2));
+                          Value here = arith::AndIOp::create(nb, l, a[0], arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, a[1], s));
+                          linalg::YieldOp::create(nb, l, arith::SelectOp::create(nb, l, here, j, a[2]).getResult());
+                        })
+                        .getResult(0);
+  return selection;
+}
+
 /// The indexer: scores, visibility, the optional pool restriction, the
 /// top-k (ascending indices, -1 padded) and optionally a new pool.
 struct IndexTopkLowering : DsfPattern<IndexTopkOp> {
@@ -304,44 +594,21 @@ struct IndexTopkLowering : DsfPattern<IndexTopkOp> {
       ranked = elementwise(b, loc, ValueRange{visibleScores, pool}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
         return arith::SelectOp::create(nb, l, a[1], a[0], minusInfinity(nb, l));
       });
-    Value rank = stableDescendingRank(b, loc, ranked);
-    auto maskType = RankedTensorType::get(scoreType.getShape(), b.getI1Type());
-    Value selected = linalg::GenericOp::create(
-                         b, loc, TypeRange{maskType}, ValueRange{ranked, rank}, ValueRange{emptyScores(b.getI1Type())},
-                         ArrayRef<AffineMap>{pick(ctx, 2, {0, 1}), pick(ctx, 2, {0, 1}), pick(ctx, 2, {0, 1})},
-                         iterators(2),
-                         [&](OpBuilder &nb, Location l, ValueRange a) {
-                           Value finite = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OGT, a[0], minusInfinity(nb, l));
-                           Value top = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt, a[1], i32Const(nb, l, int32_t(k)));
-                           linalg::YieldOp::create(nb, l, arith::AndIOp::create(nb, l, finite, top).getResult());
-                         })
-                         .getResult(0);
-    // slot[t, j] = #{j' < j selected}
-    auto slotType = RankedTensorType::get(scoreType.getShape(), b.getI32Type());
-    Value slot = linalg::GenericOp::create(
-                     b, loc, TypeRange{slotType}, ValueRange{selected},
-                     ValueRange{filled(b, loc, i32Const(b, loc, 0), emptyScores(b.getI32Type()))},
-                     ArrayRef<AffineMap>{pick(ctx, 3, {0, 2}), pick(ctx, 3, {0, 1})}, iterators(2, 1),
-                     [&](OpBuilder &nb, Location l, ValueRange a) {
-                       Value earlier = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, linalg::IndexOp::create(nb, l, 2),
-                                                             linalg::IndexOp::create(nb, l, 1));
-                       Value counts = arith::AndIOp::create(nb, l, earlier, a[0]);
-                       linalg::YieldOp::create(nb, l, arith::SelectOp::create(nb, l, counts, arith::AddIOp::create(nb, l, a[1], i32Const(nb, l, 1)), a[1]).getResult());
-                     })
-                     .getResult(0);
+    // Both searches give the same selection; which one runs depends on the
+    // number of entries, known when the kernel runs.
+    Value useThreshold = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, entries,
+                                               indexConst(b, loc, state.topkThresholdFrom));
     auto selType = RankedTensorType::get({ShapedType::kDynamic, k}, b.getI32Type());
-    Value selection = linalg::GenericOp::create(
-                          b, loc, TypeRange{selType}, ValueRange{selected, slot},
-                          ValueRange{filled(b, loc, i32Const(b, loc, -1), emptyTensor(b, loc, selType, q))},
-                          ArrayRef<AffineMap>{pick(ctx, 3, {0, 2}), pick(ctx, 3, {0, 2}), pick(ctx, 3, {0, 1})},
-                          iterators(2, 1),
-                          [&](OpBuilder &nb, Location l, ValueRange a) {
-                            Value s = arith::IndexCastOp::create(nb, l, nb.getI32Type(), linalg::IndexOp::create(nb, l, 1));
-                            Value j = arith::IndexCastOp::create(nb, l, nb.getI32Type(), linalg::IndexOp::create(nb, l, 2));
-                            Value here = arith::AndIOp::create(nb, l, a[0], arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, a[1], s));
-                            linalg::YieldOp::create(nb, l, arith::SelectOp::create(nb, l, here, j, a[2]).getResult());
-                          })
-                          .getResult(0);
+    auto choice = scf::IfOp::create(b, loc, TypeRange{selType}, useThreshold, /*withElse=*/true);
+    {
+      // Through the rewriter, so that the conversion sees every op made.
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(choice.thenBlock());
+      scf::YieldOp::create(b, loc, thresholdSelect(b, loc, ranked, k, q));
+      b.setInsertionPointToStart(choice.elseBlock());
+      scf::YieldOp::create(b, loc, rankSelect(b, loc, ranked, k, q));
+    }
+    Value selection = choice.getResult(0);
     results.push_back(selection);
     if (op.getCandidatePool()) {
       auto poolType = llvm::cast<PoolType>(op.getCandidatePool().getType());

@@ -37,6 +37,9 @@ struct SinkhornSpec {
 struct LoweringState {
   WeightValues weights;
   std::map<std::string, SinkhornSpec> sinkhorn;
+  /// Entries from which a top-k runs as a threshold search (O(entries) a
+  /// pass) instead of ranking every candidate against every other.
+  int64_t topkThresholdFrom = 256;
 };
 
 inline RankedTensorType tensorType(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }

@@ -694,6 +694,7 @@ struct MoeGateLowering : DsfPattern<MoeGateOp> {
 };
 
 struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
+  using DsfToLinalgBase::DsfToLinalgBase;
   /// Turns each dsf.layer of `func` into a call of a private function
   /// `<func>_layer<N>`, so that LLVM optimizes one layer at a time (compile
   /// time grows linearly with depth) and code is per layer, as kernels are.
@@ -762,6 +763,7 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
     LoweringState state;
+    state.topkThresholdFrom = topkThresholdFrom;
     WeightValues &weights = state.weights;
     for (auto model : llvm::to_vector(module.getBody()->getOps<ModelOp>())) {
       SmallVector<WeightDeclOp> order(model.getBody().front().getOps<WeightDeclOp>());
@@ -826,7 +828,8 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
 
     ConversionTarget target(*ctx);
     target.addIllegalDialect<DsfDialect>();
-    target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect, arith::ArithDialect, math::MathDialect>();
+    target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect, arith::ArithDialect, math::MathDialect,
+                           scf::SCFDialect>();
     target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp f) {
       return types.isSignatureLegal(f.getFunctionType()) && types.isLegal(&f.getBody());
     });

@@ -82,6 +82,10 @@ cl::opt<std::string> target("target", cl::desc("Compile for a target and write a
 cl::opt<std::string> hostCpu("host-cpu", cl::desc("--target=cpu: LLVM CPU name (default x86-64-v2; "
                                                   "'native' for this machine's)"),
                              cl::init("x86-64-v2"), cl::cat(dsfCategory));
+cl::opt<long> topkThresholdFrom("topk-threshold-from",
+                                cl::desc("Entries from which the indexer's top-k runs as a threshold search instead of "
+                                         "ranking every candidate against every other (0: always; the same selection)"),
+                                cl::init(256), cl::cat(dsfCategory));
 cl::opt<bool> batchInvariant("batch-invariant",
                              cl::desc("--target=cuda: every projection sums in one order whatever the number of rows, "
                                       "so a decode equals its prefill bit for bit (slower decode)"),
@@ -124,7 +128,8 @@ int compileArtifact(mlir::ModuleOp module, const dsf::ModelConfig &config,
   errs() << "dsf-compile: lowering " << facts.model << (cuda ? " for CUDA (sm_90a)" : " for the CPU") << "\n";
   mlir::PassManager toLinalg(context);
   if (failed(mlir::applyPassManagerCLOptions(toLinalg)) ||
-      failed(mlir::parsePassPipeline("dsf-to-linalg", toLinalg)))
+      failed(mlir::parsePassPipeline("dsf-to-linalg{topk-threshold-from=" + std::to_string(topkThresholdFrom) + "}",
+                                     toLinalg)))
     return error("bad pass-manager options");
   if (failed(toLinalg.run(module)))
     return error("lowering to linalg failed (diagnostics above)");
@@ -216,6 +221,8 @@ int main(int argc, char **argv) {
     return error("--emit: unknown kind '" + emit + "' (expected dsf, import or ptx)");
   if (emit == "ptx" && target != "cuda")
     return error("--emit=ptx prints the kernels of --target=cuda");
+  if (topkThresholdFrom < 0)
+    return error("--topk-threshold-from: expected a count of entries >= 0, not " + std::to_string(topkThresholdFrom));
   if (batchInvariant && target != "cuda")
     return error("--batch-invariant chooses the kernels of --target=cuda (the CPU's sum in one order already)");
 
