@@ -713,15 +713,33 @@ struct AttentionLowering : DsfPattern<AttentionOp> {
     Value positions = adaptor.getPositions();
 
     auto logitsType = RankedTensorType::get({ShapedType::kDynamic, heads, ShapedType::kDynamic}, f32);
-    // Window logits, masked to rows (off + t - W, off + t].
-    Value winDots = headDots(b, loc, q, window);
-    Value winLogits = elementwise(b, loc, ValueRange{winDots}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-      Value t = linalg::IndexOp::create(nb, l, 0), j = linalg::IndexOp::create(nb, l, 2);
+    // Window logits over the band: column w of query t is window row
+    // off + t - (W - 1) + w, in the window if that is >= 0. Only the band is
+    // computed (O(tokens x W), not O(tokens x rows)); the rows outside it
+    // would only have added exp(-inf) = 0 terms, so the sums are the same.
+    auto bandRow = [&](OpBuilder &nb, Location l, Value t, Value w) {
       Value self = arith::AddIOp::create(nb, l, t, off);
-      Value notFuture = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ule, j, self);
-      Value recent = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ugt, arith::AddIOp::create(nb, l, j, indexConst(nb, l, windowSize)), self);
-      Value in = arith::AndIOp::create(nb, l, notFuture, recent);
-      return arith::SelectOp::create(nb, l, in, arith::MulFOp::create(nb, l, a[0], f32Const(nb, l, scale)), minusInfinity(nb, l));
+      Value shifted = arith::AddIOp::create(nb, l, self, w);   // row + (W - 1)
+      Value valid = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::uge, shifted, indexConst(nb, l, windowSize - 1));
+      Value row = arith::SubIOp::create(nb, l, shifted, indexConst(nb, l, windowSize - 1));
+      return std::make_pair(valid, arith::SelectOp::create(nb, l, valid, row, indexConst(nb, l, 0)).getResult());
+    };
+    auto bandType = RankedTensorType::get({ShapedType::kDynamic, heads, windowSize}, f32);
+    Value bandInit = filled(b, loc, f32Const(b, loc, 0), tensor::EmptyOp::create(b, loc, bandType, ValueRange{tokens}));
+    Value winDots = linalg::GenericOp::create(
+                        b, loc, TypeRange{bandType}, ValueRange{q}, ValueRange{bandInit},
+                        ArrayRef<AffineMap>{pick(ctx, 4, {0, 1, 3}), pick(ctx, 4, {0, 1, 2})}, iterators(3, 1),
+                        [&](OpBuilder &nb, Location l, ValueRange a) {
+                          auto [valid, row] = bandRow(nb, l, linalg::IndexOp::create(nb, l, 0), linalg::IndexOp::create(nb, l, 2));
+                          (void)valid;
+                          Value k = tensor::ExtractOp::create(nb, l, window, ValueRange{row, linalg::IndexOp::create(nb, l, 3)});
+                          linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[1], arith::MulFOp::create(nb, l, a[0], k)).getResult());
+                        })
+                        .getResult(0);
+    Value winLogits = elementwise(b, loc, ValueRange{winDots}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+      auto [valid, row] = bandRow(nb, l, linalg::IndexOp::create(nb, l, 0), linalg::IndexOp::create(nb, l, 2));
+      (void)row;
+      return arith::SelectOp::create(nb, l, valid, arith::MulFOp::create(nb, l, a[0], f32Const(nb, l, scale)), minusInfinity(nb, l));
     });
 
     // Entry logits: the selected entries (-1: none), or every visible entry.
@@ -813,23 +831,31 @@ struct AttentionLowering : DsfPattern<AttentionOp> {
     auto outType = RankedTensorType::get({ShapedType::kDynamic, heads, width}, f32);
     Value out = zeros(b, loc, outType, q);
     auto weighted = [&](Value logits, Value gather, bool isWindow) {
-      SmallVector<Value> inputs{logits, m, denom, gather};
-      SmallVector<AffineMap> maps{pick(ctx, 4, {0, 1, 3}), pick(ctx, 4, {0, 1}), pick(ctx, 4, {0, 1}),
-                                  isWindow ? pick(ctx, 4, {3, 2}) : pick(ctx, 4, {0, 3}), pick(ctx, 4, {0, 1, 2})};
+      SmallVector<Value> inputs{logits, m, denom};
+      SmallVector<AffineMap> maps{pick(ctx, 4, {0, 1, 3}), pick(ctx, 4, {0, 1}), pick(ctx, 4, {0, 1})};
+      if (!isWindow) {
+        inputs.push_back(gather);
+        maps.push_back(pick(ctx, 4, {0, 3}));
+      }
+      maps.push_back(pick(ctx, 4, {0, 1, 2}));
       return linalg::GenericOp::create(
                  b, loc, TypeRange{outType}, inputs, ValueRange{out}, maps, iterators(3, 1),
                  [&](OpBuilder &nb, Location l, ValueRange a) {
                    Value p = arith::DivFOp::create(nb, l, math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, a[0], a[1])), a[2]);
-                   Value v = a[3];
-                   if (!isWindow) {
+                   Value v;
+                   if (isWindow) {
+                     auto [valid, row] = bandRow(nb, l, linalg::IndexOp::create(nb, l, 0), linalg::IndexOp::create(nb, l, 3));
+                     (void)valid;   // p is 0 there
+                     v = tensor::ExtractOp::create(nb, l, window, ValueRange{row, linalg::IndexOp::create(nb, l, 2)});
+                   } else {
                      Value e = arith::IndexCastOp::create(nb, l, nb.getIndexType(), arith::MaxSIOp::create(nb, l, a[3], i32Const(nb, l, 0)));
                      v = tensor::ExtractOp::create(nb, l, cache, ValueRange{e, linalg::IndexOp::create(nb, l, 2)});
                    }
-                   linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[4], arith::MulFOp::create(nb, l, p, v)).getResult());
+                   linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a.back(), arith::MulFOp::create(nb, l, p, v)).getResult());
                  })
           .getResult(0);
     };
-    out = weighted(winLogits, window, true);
+    out = weighted(winLogits, Value(), true);
     if (entryLogits)
       out = weighted(entryLogits, entryIndex, false);
     b.replaceOp(op, out);
