@@ -15,9 +15,8 @@ Measures, in one run on this machine, with dsf-run --stats-json:
      one process per turn (store only);
   4. the replay error: logits of the 32 tokens after a 256-token prefix
      restored from the store, approximate replay against exact recomputation.
-Writes bench/results/cpu-tiers-v41.md. The H200 figures wait for the GPU
-backend (issue 5); on the CPU, 4K / 32K prefixes are out of reach of the
-scalar lowering (its top-k ranking is O(entries^2) per token).
+Writes bench/results/cpu-tiers-v41.md. The H200 figures, 1K to 32K
+prefixes, are bench/gpu_tiers_v41.py's.
 usage: python3 bench/cpu_tiers_v41.py [BUILD_DIR]"""
 import datetime
 import json

@@ -1,13 +1,15 @@
-"""Question: what do the cache tiers save on the H200, up to a 4K prefix?
+"""Question: what do the cache tiers save on the H200, for 1K to 32K prefixes?
 (issue 6, tiny V4.1, quantizers on, NeMo's golden weights)
 
-Runs on the GPU machine over the CUDA artifact built on the development
-machine (scripts/gpu-check.sh prepare):
-  python3 bench/gpu_tiers_v41.py DSF_RUN CUDA.dsfa WEIGHTS OUT.md
+Runs on the GPU machine over the CUDA artifacts built on the development
+machine (scripts/gpu-check.sh prepare: the tiny V4.1, and the same with
+65,536 positions for the 32K prefix):
+  python3 bench/gpu_tiers_v41.py DSF_RUN CUDA.dsfa CUDA_64K.dsfa WEIGHTS OUT.md
 With CUDA_MODULE_LOADING=EAGER (every kernel loaded when the artifact is
 opened, so no request pays for lazy loading), dsf-run --stats-json measures,
-in one run, for prefixes of 1,024, 2,048 and 4,064 tokens (+16 new tokens;
-the tiny model has 4,096 positions):
+in one run, for prefixes of 1,024, 2,048, 4,064 (+16 new tokens: the tiny
+model has 4,096 positions; prefix-store blocks of 16 tokens) and 32,752
+tokens (blocks of 512: the store persists a block per call as it computes):
   * time to first token: cold (the anchor, same run), global KV from the
     prefix store with the windows replayed (16 tokens: approximate; 121:
     exact), and the whole state from the (in-process) host pool;
@@ -27,7 +29,7 @@ import time
 
 import numpy as np
 
-dsf_run, artifact, weights, out = sys.argv[1:5]
+dsf_run, artifact4k, artifact64k, weights, out = sys.argv[1:6]
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(root, "test", "reference"))
 import safetensors_io  # noqa: E402
@@ -36,7 +38,7 @@ work = "/tmp/dsf-gpu-tiers"
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
 env = dict(os.environ, CUDA_MODULE_LOADING="EAGER")
-BLOCK = 16
+artifact, BLOCK = artifact4k, 16
 
 
 def run(ids, *extra, stdin_lines=None, dump=None):
@@ -56,7 +58,9 @@ def run(ids, *extra, stdin_lines=None, dump=None):
 
 rng = random.Random(7)
 ttft, restore = [], []
-for prefix in [1024, 2048, 4064]:
+for prefix in [1024, 2048, 4064, 32752]:
+    if prefix > 4080:
+        artifact, BLOCK = artifact64k, 512
     ids = [rng.randrange(512) for _ in range(prefix + 16)]
     cache = os.path.join(work, f"kv{prefix}")
     cold = min((run(ids)[0] for _ in range(2)), key=lambda r: r["first_token_seconds"])
@@ -78,6 +82,7 @@ for prefix in [1024, 2048, 4064]:
     copy_s = (time.perf_counter() - t0) / 10
     restore.append((prefix, approx, host, read, read_s, copy_s))
 
+artifact, BLOCK = artifact4k, 16
 ids = [rng.randrange(512) for _ in range(1024 + 32)]
 cache = os.path.join(work, "replay")
 run(ids[:1024], "--cache-dir", cache)
@@ -102,10 +107,11 @@ lines = [
     "",
     f"- date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
     f"- machine: {gpu} (device tool, nvidia-h200)",
-    "- command: `python3 bench/gpu_tiers_v41.py dsf-run cuda.dsfa weights.safetensors OUT.md` "
-    "(artifact: `dsf-compile models/deepseek-v4.1-tiny --target=cuda`), CUDA_MODULE_LOADING=EAGER",
-    f"- prefix-store blocks of {BLOCK} tokens on the machine's disk; replay: 16 tokens (approximate) or "
-    "16 + 7 x 15 = 121 (exact); host pool in-process",
+    "- command: `python3 bench/gpu_tiers_v41.py dsf-run cuda.dsfa cuda-64k.dsfa weights.safetensors OUT.md` "
+    "(artifacts: `dsf-compile models/deepseek-v4.1-tiny --target=cuda`, and the same config with "
+    "max_position_embeddings 65536: scripts/gpu-check.sh prepare), CUDA_MODULE_LOADING=EAGER",
+    "- prefix-store blocks of 16 tokens (512 for the 32,752-token prefix) on the machine's disk; replay: 16 "
+    "tokens (approximate) or 16 + 7 x 15 = 121 (exact); host pool in-process",
     "- anchor: the cold request (everything computed) in the same run",
     "",
     "## Time to first token of a follow-up (prefix + 16 tokens)",

@@ -29,6 +29,10 @@ prepare)
   build/bin/dsf-compile models/deepseek-v4-tiny --no-kv-quant --target=cuda -o $G/v4cuda.dsfa
   build/bin/dsf-compile models/deepseek-v4-tiny --no-kv-quant --target=cpu -o $G/v4cpu.dsfa
   build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cuda -o $G/v4small-cuda.dsfa
+  # The tiny V4.1 with 65,536 positions, for the 32K-prefix tiers benchmark.
+  mkdir -p build/tiny-64k
+  python3 -c "import json; c = json.load(open('models/deepseek-v4.1-tiny/config.json')); c['max_position_embeddings'] = 65536; json.dump(c, open('build/tiny-64k/config.json', 'w'), indent=1)"
+  build/bin/dsf-compile build/tiny-64k --target=cuda -o $G/cuda-64k.dsfa
   cp build/bin/dsf-run test/runtime/Inputs/check_logits.py test/reference/safetensors_io.py $G/
   cp "$golden/weights.safetensors" "$golden/io.safetensors" $G/
   mkdir -p build/gpu-pack

@@ -8,10 +8,11 @@
 // say which entries they see, else the window is taken to start at
 // position 0.
 //
-// Selections are exact, not fast: a row's top-k is found by ranking every
-// candidate against every other (O(entries^2) per token), which matches the
-// reference's stable order bit for bit and is fine for the tiny models the
-// CPU path checks numbers with.
+// Selections are exact: a row's top-k matches the reference's stable order
+// bit for bit. Below a few hundred entries it ranks every candidate against
+// every other (O(entries^2) a token, few kernels); from there it searches the
+// k-th score's bits and the tie cut (O(entries) a pass), with the same
+// result. Window attention reads only each query's band of W rows.
 //
 //===----------------------------------------------------------------------===//
 #include "lowering/DsfToLinalg/Builders.h"
