@@ -141,17 +141,50 @@ void quantizeRows(const float *x, int64_t rows, int64_t cols, RowFormat f, uint8
   }
 }
 
+namespace {
+/// Every code's value, decoded once by the functions above: restoring a
+/// cache decodes millions of codes, and a table lookup is what they cost.
+struct DecodeTables {
+  float e4m3[256], ue8m0[256], e2m1[16];
+  DecodeTables() {
+    for (int i = 0; i < 256; ++i) {
+      e4m3[i] = decodeE4M3(uint8_t(i));
+      ue8m0[i] = decodeUE8M0(uint8_t(i));
+    }
+    for (int i = 0; i < 16; ++i)
+      e2m1[i] = decodeE2M1(uint8_t(i));
+  }
+};
+const DecodeTables &decodeTables() {
+  static const DecodeTables tables;
+  return tables;
+}
+} // namespace
+
 void dequantizeRows(const uint8_t *codes, const uint8_t *scales, int64_t rows, int64_t cols,
                     RowFormat f, float *out) {
+  const DecodeTables &t = decodeTables();
   const int64_t block = blockOf(f), blocks = cols / block;
+  const float *scaleTable = f == RowFormat::NVFP4 ? t.e4m3 : t.ue8m0;
   for (int64_t r = 0; r < rows; ++r) {
     const uint8_t *code = codes + r * codeBytes(f, cols);
-    for (int64_t c = 0; c < cols; ++c) {
-      uint8_t s = scales[r * blocks + c / block];
-      float scale = f == RowFormat::NVFP4 ? decodeE4M3(s) : decodeUE8M0(s);
-      float v = f == RowFormat::FP8 ? decodeE4M3(code[c])
-                                    : decodeE2M1((code[c / 2] >> (4 * (c % 2))) & 0xF);
-      out[r * cols + c] = v * scale;
+    float *row = out + r * cols;
+    for (int64_t b = 0; b < blocks; ++b) {
+      const float scale = scaleTable[scales[r * blocks + b]];
+      const int64_t c0 = b * block;
+      if (f == RowFormat::FP8) {
+        for (int64_t c = c0; c < c0 + block; ++c)
+          row[c] = t.e4m3[code[c]] * scale;
+      } else {
+        for (int64_t c = c0; c < c0 + block; ++c)
+          row[c] = t.e2m1[(code[c / 2] >> (4 * (c % 2))) & 0xF] * scale;
+      }
+    }
+    // Callers pass whole blocks; a partial last one reads its scale as the
+    // per-element loop always did.
+    for (int64_t c = blocks * block; c < cols; ++c) {
+      const float scale = scaleTable[scales[r * blocks + c / block]];
+      row[c] = (f == RowFormat::FP8 ? t.e4m3[code[c]] : t.e2m1[(code[c / 2] >> (4 * (c % 2))) & 0xF]) * scale;
     }
   }
 }
