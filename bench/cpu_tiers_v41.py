@@ -3,7 +3,7 @@ approximate replay cost in accuracy? (issue 6, tiny V4.1, quantizers on)
 
 Measures, in one run on this machine, with dsf-run --stats-json:
   1. time to first token of a follow-up (prefix + 16 new tokens) for prefixes
-     of 256 and 512 tokens: cold (the anchor, same run), global KV from the
+     of 256, 512 and 4,064 tokens (the tiny model has 4,096 positions): cold (the anchor, same run), global KV from the
      prefix store with the windows replayed (16 tokens: approximate; 121:
      exact), and the whole state from the host pool;
   2. restore cost per tier (bytes and seconds) against this machine's floors:
@@ -62,7 +62,7 @@ def run(ids_lines, *extra, stdin_lines=None, dump=None):
 
 rng = random.Random(7)
 ttft, restore = [], []
-for prefix in [256, 512]:
+for prefix in [256, 512, 4064]:
     ids = [rng.randrange(512) for _ in range(prefix + 16)]
     cache = os.path.join(work, f"kv{prefix}")
     shutil.rmtree(cache, ignore_errors=True)
