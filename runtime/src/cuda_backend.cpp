@@ -262,7 +262,6 @@ struct Pool {
   std::multimap<size_t, CUdeviceptr> idle;
   std::unordered_map<CUdeviceptr, Block> blocks;
   uint64_t epoch = 0;
-  PoolStats stats;
 };
 
 Pool &pool() {
@@ -280,13 +279,11 @@ size_t roundUp(size_t bytes) {
 void releaseIdle(bool all) {
   Pool &p = pool();
   for (auto it = p.idle.begin(); it != p.idle.end();) {
-    Pool::Block &b = p.blocks[it->second];
-    if (!all && b.lastUse + 1 >= p.epoch) {
+    if (!all && p.blocks[it->second].lastUse + 1 >= p.epoch) {
       ++it;
       continue;
     }
     driver().cuMemFree(it->second);
-    p.stats.cachedBytes -= b.bytes;
     p.blocks.erase(it->second);
     it = p.idle.erase(it);
   }
@@ -302,7 +299,6 @@ void *deviceAlloc(size_t bytes) {
   if (it != p.idle.end() && it->first <= 2 * need) {
     block = it->second;
     p.idle.erase(it);
-    p.stats.cachedBytes -= p.blocks[block].bytes;
   } else {
     CUresult r = driver().ready ? driver().cuMemAlloc(&block, need) : 1;
     if (r == kOutOfMemory) {
@@ -321,12 +317,8 @@ void *deviceAlloc(size_t bytes) {
       return host;
     }
     p.blocks[block] = {need, p.epoch};
-    p.stats.driverAllocations++;
   }
-  Pool::Block &b = p.blocks[block];
-  b.lastUse = p.epoch;
-  p.stats.liveBytes += b.bytes;
-  p.stats.peakLiveBytes = std::max(p.stats.peakLiveBytes, p.stats.liveBytes);
+  p.blocks[block].lastUse = p.epoch;
   return reinterpret_cast<void *>(block);
 }
 
@@ -346,8 +338,6 @@ void deviceFree(void *ptr) {
       firstError = "deviceFree: an address the pool did not hand out";
     return;
   }
-  p.stats.liveBytes -= it->second.bytes;
-  p.stats.cachedBytes += it->second.bytes;
   p.idle.emplace(it->second.bytes, block);
 }
 
@@ -357,11 +347,6 @@ void trimPool() {
     return;
   releaseIdle(false);
   ++pool().epoch;
-}
-
-PoolStats poolStats() {
-  std::lock_guard<std::mutex> guard(errorLock);
-  return pool().stats;
 }
 
 void *hostMappedAlloc(size_t bytes) {
@@ -406,6 +391,10 @@ bool synchronize(std::string &error) {
              (lastKernel.empty() ? std::string("none") : lastKernel) +
              " (DSF_CUDA_SYNC=1 waits after each launch and names the one that failed)");
   }
+  return takeError(error);
+}
+
+bool takeError(std::string &error) {
   std::lock_guard<std::mutex> guard(errorLock);
   if (firstError.empty())
     return true;

@@ -20,11 +20,6 @@ void deviceFree(void *p);
 /// Gives back to the driver the pool's blocks that no allocation took since
 /// the last trim; the runtime trims after each entry-point call.
 void trimPool();
-struct PoolStats {
-  size_t liveBytes = 0, peakLiveBytes = 0, cachedBytes = 0;
-  uint64_t driverAllocations = 0;
-};
-PoolStats poolStats();
 /// Pinned host memory the kernels read through unified addressing: token
 /// inputs, which the host code also reads (positions give shapes).
 void *hostMappedAlloc(size_t bytes);
@@ -35,6 +30,9 @@ bool copyToHost(void *host, const void *device, size_t bytes);
 /// Waits for the device; false with the first failure since the last call
 /// (a launch, a kernel, an allocation, a copy).
 bool synchronize(std::string &error);
+/// The same without waiting: only the failures already recorded (an
+/// allocation, a copy that could not be queued).
+bool takeError(std::string &error);
 } // namespace dsf::rt::cuda
 
 #endif // DSF_RUNTIME_CUDA_BACKEND_H

@@ -315,8 +315,10 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
     args.push_back(d.data());
   for (const auto &d : bound->weightDescriptors)
     args.push_back(const_cast<int64_t *>(d.data()));
-  if (cuda_ && !cuda::synchronize(error))
-    return false;   // staging the inputs failed
+  // Staging failed (the host code would read a missing input): no need to
+  // wait for the queued copies to know it.
+  if (cuda_ && !cuda::takeError(error))
+    return false;
   bound->function(args.data());
   std::string deviceError;
   bool deviceOk = !cuda_ || cuda::synchronize(deviceError);

@@ -42,7 +42,6 @@ template <typename T> bool getValue(const std::string &s, size_t &at, T &v) {
   return true;
 }
 
-uint64_t mix(uint64_t h, const void *data, size_t n) { return checksum64(data, n, h); }
 
 std::string hex(uint64_t v) {
   char buf[17];
@@ -72,15 +71,15 @@ uint64_t modelHash(const Artifact &artifact, const WeightSource &weights) {
   uint64_t h = 0xcbf29ce484222325ull;
   for (SectionKind kind : {SectionKind::Manifest, SectionKind::HostKernels})
     if (const std::string *s = artifact.section(kind))
-      h = mix(h, s->data(), s->size());
+      h = checksum64(s->data(), s->size(), h);
   for (const auto &[name, t] : weights.tensors()) {
-    h = mix(h, name.data(), name.size());
-    h = mix(h, &t->dtype, sizeof t->dtype);
-    h = mix(h, t->shape.data(), t->shape.size() * sizeof(int64_t));
+    h = checksum64(name.data(), name.size(), h);
+    h = checksum64(&t->dtype, sizeof t->dtype, h);
+    h = checksum64(t->shape.data(), t->shape.size() * sizeof(int64_t), h);
     size_t sample = std::min<size_t>(4096, t->bytes);
-    h = mix(h, t->data, sample);
-    h = mix(h, t->data + (t->bytes - sample) / 2, sample);
-    h = mix(h, t->data + t->bytes - sample, sample);
+    h = checksum64(t->data, sample, h);
+    h = checksum64(t->data + (t->bytes - sample) / 2, sample, h);
+    h = checksum64(t->data + t->bytes - sample, sample, h);
   }
   return h;
 }
@@ -205,8 +204,8 @@ std::string PrefixStore::recordPath(uint64_t hash) const { return options_.dir +
 void PrefixStore::extendChain(const std::vector<int32_t> &ids, std::vector<uint64_t> &chain, int64_t blocks) const {
   while (int64_t(chain.size()) < blocks) {
     uint64_t parent = chain.empty() ? modelHash_ : chain.back();
-    chain.push_back(mix(parent ^ 0x9e3779b97f4a7c15ull, ids.data() + int64_t(chain.size()) * options_.blockTokens,
-                        size_t(options_.blockTokens) * 4));
+    chain.push_back(checksum64(ids.data() + int64_t(chain.size()) * options_.blockTokens,
+                               size_t(options_.blockTokens) * 4, parent ^ 0x9e3779b97f4a7c15ull));
   }
 }
 
@@ -264,7 +263,7 @@ int64_t PrefixStore::restore(const std::vector<int32_t> &ids, std::vector<uint64
     getValue(data, at, payloadBytes);
     getValue(data, at, payloadSum);
     getValue(data, at, headerSum);
-    if (headerSum != mix(0xcbf29ce484222325ull, data.data(), 64)) {
+    if (headerSum != checksum64(data.data(), 64)) {
       reject("header checksum mismatch (corrupted)");
       break;
     }
@@ -283,7 +282,7 @@ int64_t PrefixStore::restore(const std::vector<int32_t> &ids, std::vector<uint64
              std::to_string(kRecordHeader + payloadBytes) + ")");
       break;
     }
-    if (payloadSum != mix(0xcbf29ce484222325ull, data.data() + kRecordHeader, payloadBytes)) {
+    if (payloadSum != checksum64(data.data() + kRecordHeader, payloadBytes)) {
       reject("payload checksum mismatch (corrupted)");
       break;
     }
@@ -388,8 +387,8 @@ int64_t PrefixStore::persist(const std::vector<int32_t> &ids, std::vector<uint64
   putValue<uint32_t>(header, uint32_t(k));
   putValue<uint32_t>(header, uint32_t(B));
   putValue<uint64_t>(header, uint64_t(payload.size()));
-  putValue<uint64_t>(header, mix(0xcbf29ce484222325ull, payload.data(), payload.size()));
-  putValue<uint64_t>(header, mix(0xcbf29ce484222325ull, header.data(), 64));
+  putValue<uint64_t>(header, checksum64(payload.data(), payload.size()));
+  putValue<uint64_t>(header, checksum64(header.data(), 64));
   std::string error;
   // Fault injection for the tests of what readers see (test/runtime/tiers.test):
   // DSF_FAULT_FULL_DISK fails every record write as a full disk does;
