@@ -94,6 +94,14 @@ void follow(Value buffer, const Summaries &summaries, ModuleOp module, Fate &fat
   }
 }
 
+/// What happens to `buffer` and every view of it.
+Fate fateOf(Value buffer, const Summaries &summaries, ModuleOp module) {
+  Fate fate;
+  DenseSet<Value> seen;
+  follow(buffer, summaries, module, fate, seen);
+  return fate;
+}
+
 struct PlaceBuffersPass : impl::PlaceBuffersBase<PlaceBuffersPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -111,9 +119,7 @@ struct PlaceBuffersPass : impl::PlaceBuffersBase<PlaceBuffersPass> {
       changed = false;
       for (func::FuncOp f : funcs)
         for (BlockArgument arg : f.getArguments()) {
-          Fate fate;
-          DenseSet<Value> seen;
-          follow(arg, summaries, module, fate, seen);
+          Fate fate = fateOf(arg, summaries, module);
           unsigned &known = summaries[f][arg.getArgNumber()];
           if ((known | fate.access) != known) {
             known |= fate.access;
@@ -143,9 +149,7 @@ struct PlaceBuffersPass : impl::PlaceBuffersBase<PlaceBuffersPass> {
         int64_t stateInputs = state && !f->hasAttr("dsf.prefill") ? int64_t(state.size()) : 0;
         int64_t tokenInputs = int64_t(f.getNumArguments()) - int64_t(weights.size()) - stateInputs;
         for (BlockArgument arg : f.getArguments()) {
-          Fate fate;
-          DenseSet<Value> seen;
-          follow(arg, summaries, module, fate, seen);
+          Fate fate = fateOf(arg, summaries, module);
           checkFollowable(fate);
           if (fate.access & kHostWrite)
             fail(fate.hostAccess, "dsf-place-buffers: the host code writes argument " + Twine(arg.getArgNumber()) +
@@ -157,7 +161,7 @@ struct PlaceBuffersPass : impl::PlaceBuffersBase<PlaceBuffersPass> {
         }
       }
 
-      SmallVector<memref::AllocOp> scratch;
+      SmallVector<std::pair<memref::AllocOp, SmallVector<memref::DeallocOp>>> scratch;
       f.walk([&](Operation *op) {
         for (Value result : op->getResults()) {
           if (!isa<BaseMemRefType>(result.getType()))
@@ -165,9 +169,7 @@ struct PlaceBuffersPass : impl::PlaceBuffersBase<PlaceBuffersPass> {
           bool root = isa<memref::AllocOp, memref::AllocaOp, memref::GetGlobalOp, func::CallOp>(op);
           if (!root)
             continue;
-          Fate fate;
-          DenseSet<Value> seen;
-          follow(result, summaries, module, fate, seen);
+          Fate fate = fateOf(result, summaries, module);
           checkFollowable(fate);
           bool host = fate.access & (kHostRead | kHostWrite);
           bool device = fate.access & kDevice;
@@ -180,7 +182,7 @@ struct PlaceBuffersPass : impl::PlaceBuffersBase<PlaceBuffersPass> {
             else if (host && !alloc.getType().hasStaticShape())
               fail(alloc, "dsf-place-buffers: host scratch of dynamic size");
             else if (host)
-              scratch.push_back(alloc);
+              scratch.push_back({alloc, fate.deallocs});
           } else if (isa<memref::AllocaOp, memref::GetGlobalOp>(op)) {
             if (device)
               fail(fate.deviceUse, "dsf-place-buffers: a kernel is given host memory (a stack buffer or a "
@@ -194,11 +196,8 @@ struct PlaceBuffersPass : impl::PlaceBuffersBase<PlaceBuffersPass> {
       if (!ok)
         continue;
       // Host scratch: the stack, freed with its frame.
-      for (memref::AllocOp alloc : scratch) {
-        Fate fate;
-        DenseSet<Value> seen;
-        follow(alloc.getResult(), summaries, module, fate, seen);
-        for (memref::DeallocOp dealloc : fate.deallocs)
+      for (auto &[alloc, deallocs] : scratch) {
+        for (memref::DeallocOp dealloc : deallocs)
           dealloc.erase();
         OpBuilder b(alloc);
         auto stack = memref::AllocaOp::create(b, alloc.getLoc(), alloc.getType(), alloc.getDynamicSizes(),

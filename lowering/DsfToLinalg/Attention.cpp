@@ -277,28 +277,17 @@ Value thresholdSelect(OpBuilder &b, Location loc, Value ranked, int64_t k, Value
   auto asI32 = [&](OpBuilder &o, Location l, Value index) {
     return arith::IndexCastOp::create(o, l, o.getI32Type(), index).getResult();
   };
-  /// out[t] = f(rows[t]...) over 1-D i32 tensors.
-  auto rowwise = [&](OpBuilder &o, ValueRange inputs, function_ref<Value(OpBuilder &, Location, ValueRange)> f) {
-    SmallVector<AffineMap> maps(inputs.size() + 1, pick(ctx, 1, {0}));
-    return linalg::GenericOp::create(o, loc, TypeRange{rowType}, inputs, ValueRange{perRow(o)}, maps, iterators(1),
-                                     [&](OpBuilder &nb, Location l, ValueRange a) {
-                                       linalg::YieldOp::create(nb, l, f(nb, l, a.drop_back()));
-                                     })
-        .getResult(0);
-  };
   // keys[t, j]: the scores' bits, ordered as unsigned integers.
-  Value keys = linalg::GenericOp::create(
-                   b, loc, TypeRange{RankedTensorType::get(scoreType.getShape(), i32)}, ValueRange{ranked},
-                   ValueRange{full(b, i32)}, ArrayRef<AffineMap>{pick(ctx, 2, {0, 1}), pick(ctx, 2, {0, 1})},
-                   iterators(2),
-                   [&](OpBuilder &nb, Location l, ValueRange a) {
-                     Value x = arith::AddFOp::create(nb, l, a[0], f32Const(nb, l, 0.0));
-                     Value bits = arith::BitcastOp::create(nb, l, nb.getI32Type(), x);
-                     Value negative = arith::ShRSIOp::create(nb, l, bits, c32(nb, 31));
-                     Value key = arith::XOrIOp::create(nb, l, bits, arith::AndIOp::create(nb, l, negative, c32(nb, 0x7fffffff)));
-                     linalg::YieldOp::create(nb, l, arith::XOrIOp::create(nb, l, key, c32(nb, INT32_MIN)).getResult());
-                   })
-                   .getResult(0);
+  Value keys = elementwise(
+      b, loc, ValueRange{ranked},
+      [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        Value x = arith::AddFOp::create(nb, l, a[0], f32Const(nb, l, 0.0));
+        Value bits = arith::BitcastOp::create(nb, l, nb.getI32Type(), x);
+        Value negative = arith::ShRSIOp::create(nb, l, bits, c32(nb, 31));
+        Value key = arith::XOrIOp::create(nb, l, bits, arith::AndIOp::create(nb, l, negative, c32(nb, 0x7fffffff)));
+        return arith::XOrIOp::create(nb, l, key, c32(nb, INT32_MIN));
+      },
+      i32);
   /// count[t] = #{j : pred(key[t, j], j, rows[t]...)}
   auto countRows = [&](OpBuilder &o, ValueRange rows,
                        function_ref<Value(OpBuilder &, Location, Value, Value, ValueRange)> pred) {
@@ -337,7 +326,7 @@ Value thresholdSelect(OpBuilder &b, Location loc, Value ranked, int64_t k, Value
       b, loc, idx(b, 0), idx(b, 32), idx(b, 1), ValueRange{filled(b, loc, c32(b, 0), perRow(b))},
       [&](OpBuilder &o, Location l, Value iv, ValueRange it) {
         Value bit = arith::ShLIOp::create(o, l, c32(o, 1), arith::SubIOp::create(o, l, c32(o, 31), asI32(o, l, iv)));
-        Value cand = rowwise(o, ValueRange{it[0]}, [&](OpBuilder &nb, Location ll, ValueRange a) {
+        Value cand = elementwise(o, loc, ValueRange{it[0]}, [&](OpBuilder &nb, Location ll, ValueRange a) {
           return arith::OrIOp::create(nb, ll, a[0], bit).getResult();
         });
         Value atLeast = countRows(o, ValueRange{cand}, [](OpBuilder &nb, Location ll, Value key, Value, ValueRange r) {
@@ -354,7 +343,7 @@ Value thresholdSelect(OpBuilder &b, Location loc, Value ranked, int64_t k, Value
   Value above = countRows(b, ValueRange{tau}, [](OpBuilder &nb, Location l, Value key, Value, ValueRange r) {
     return arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ugt, key, r[0]).getResult();
   });
-  Value allowed = rowwise(b, ValueRange{above}, [&](OpBuilder &nb, Location l, ValueRange a) {
+  Value allowed = elementwise(b, loc, ValueRange{above}, [&](OpBuilder &nb, Location l, ValueRange a) {
     return arith::SubIOp::create(nb, l, c32(nb, k), a[0]).getResult();
   });
   // Bits of entries + 1: the passes of the index searches.
@@ -366,7 +355,7 @@ Value thresholdSelect(OpBuilder &b, Location loc, Value ranked, int64_t k, Value
       [&](OpBuilder &o, Location l, Value iv, ValueRange it) {
         Value shift = arith::SubIOp::create(o, l, arith::SubIOp::create(o, l, bitsI32, c32(o, 1)), asI32(o, l, iv));
         Value bit = arith::ShLIOp::create(o, l, c32(o, 1), shift);
-        Value cand = rowwise(o, ValueRange{it[0]}, [&](OpBuilder &nb, Location ll, ValueRange a) {
+        Value cand = elementwise(o, loc, ValueRange{it[0]}, [&](OpBuilder &nb, Location ll, ValueRange a) {
           return arith::OrIOp::create(nb, ll, a[0], bit).getResult();
         });
         Value ties = countRows(o, ValueRange{tau, cand}, [](OpBuilder &nb, Location ll, Value key, Value j, ValueRange r) {
@@ -380,7 +369,7 @@ Value thresholdSelect(OpBuilder &b, Location loc, Value ranked, int64_t k, Value
         });
         scf::YieldOp::create(o, l, next);
       });
-  Value cut = rowwise(b, ValueRange{cuts.getResult(0)}, [&](OpBuilder &nb, Location l, ValueRange a) {
+  Value cut = elementwise(b, loc, ValueRange{cuts.getResult(0)}, [&](OpBuilder &nb, Location l, ValueRange a) {
     return arith::AddIOp::create(nb, l, a[0], c32(nb, 1)).getResult();
   });
   // 3. The selection as a mask.
@@ -444,16 +433,11 @@ Value thresholdSelect(OpBuilder &b, Location loc, Value ranked, int64_t k, Value
                         linalg::YieldOp::create(nb, l, arith::AddIOp::create(nb, l, a[1], arith::ExtUIOp::create(nb, l, nb.getI32Type(), hit)).getResult());
                       })
                       .getResult(0);
-  Value inclusive = linalg::GenericOp::create(
-                        b, loc, TypeRange{RankedTensorType::get(scoreType.getShape(), i32)}, ValueRange{inBlock},
-                        ValueRange{full(b, i32)}, ArrayRef<AffineMap>{pick(ctx, 2, {0, 1}), pick(ctx, 2, {0, 1})},
-                        iterators(2),
-                        [&](OpBuilder &nb, Location l, ValueRange a) {
-                          Value block = arith::DivUIOp::create(nb, l, linalg::IndexOp::create(nb, l, 1), indexConst(nb, l, kBlock));
-                          Value base = tensor::ExtractOp::create(nb, l, blockBase, ValueRange{linalg::IndexOp::create(nb, l, 0), block});
-                          linalg::YieldOp::create(nb, l, arith::AddIOp::create(nb, l, a[0], base).getResult());
-                        })
-                        .getResult(0);
+  Value inclusive = elementwise(b, loc, ValueRange{inBlock}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+    Value block = arith::DivUIOp::create(nb, l, linalg::IndexOp::create(nb, l, 1), indexConst(nb, l, kBlock));
+    Value base = tensor::ExtractOp::create(nb, l, blockBase, ValueRange{linalg::IndexOp::create(nb, l, 0), block});
+    return arith::AddIOp::create(nb, l, a[0], base);
+  });
   // 5. Slot s: the first index whose inclusive count exceeds s, else -1.
   auto selType = RankedTensorType::get({ShapedType::kDynamic, k}, i32);
   Value steps = arith::AddIOp::create(b, loc, bits, idx(b, 1));

@@ -132,10 +132,13 @@ inline Value clampedSwiglu(OpBuilder &b, Location loc, Value g, Value u, double 
 }
 
 /// Applies `body(a...)` elementwise over same-shaped tensors (the first
-/// supplies the dynamic token axis).
+/// supplies the dynamic token axis); the result has the first's element type
+/// unless `element` is given.
 inline Value elementwise(OpBuilder &b, Location loc, ValueRange inputs,
-                  function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
+                  function_ref<Value(OpBuilder &, Location, ValueRange)> body, Type element = {}) {
   auto type = tensorType(inputs[0]);
+  if (element)
+    type = RankedTensorType::get(type.getShape(), element);
   unsigned r = type.getRank();
   SmallVector<AffineMap> maps(inputs.size() + 1, pick(b.getContext(), r, range(0, r)));
   return linalg::GenericOp::create(b, loc, TypeRange{type}, inputs, ValueRange{emptyTensor(b, loc, type, inputs[0])},

@@ -26,16 +26,23 @@ Manifest sample() {
   return m;
 }
 
-/// The manifest with `from` replaced by `to` in its JSON fails, naming `field`.
-void expectRejected(const std::string &from, const std::string &to, const std::string &message) {
-  std::string json = manifestToJson(sample());
+/// `json` with the `occurrence`-th `from` replaced by `to` fails with `message`.
+void expectRejectedJson(std::string json, const std::string &from, const std::string &to, const std::string &message,
+                        size_t occurrence = 0) {
   size_t at = json.find(from);
+  for (size_t i = 0; i < occurrence && at != std::string::npos; ++i)
+    at = json.find(from, at + 1);
   ASSERT_NE(at, std::string::npos) << from;
   json.replace(at, from.size(), to);
   Manifest m;
   std::string error;
   EXPECT_FALSE(manifestFromJson(json, m, error));
   EXPECT_EQ(error, message);
+}
+
+/// The sample manifest with `from` replaced by `to` fails with `message`.
+void expectRejected(const std::string &from, const std::string &to, const std::string &message) {
+  expectRejectedJson(manifestToJson(sample()), from, to, message);
 }
 } // namespace
 
@@ -89,16 +96,7 @@ std::string withStateJson() {
 
 void expectStateRejected(const std::string &from, const std::string &to, const std::string &message,
                          size_t occurrence = 0) {
-  std::string json = withStateJson();
-  size_t at = json.find(from);
-  for (size_t i = 0; i < occurrence && at != std::string::npos; ++i)
-    at = json.find(from, at + 1);
-  ASSERT_NE(at, std::string::npos) << from;
-  json.replace(at, from.size(), to);
-  Manifest m;
-  std::string error;
-  EXPECT_FALSE(manifestFromJson(json, m, error));
-  EXPECT_EQ(error, message);
+  expectRejectedJson(withStateJson(), from, to, message, occurrence);
 }
 } // namespace
 
