@@ -56,6 +56,37 @@ def CopiesToLinalg : Pass<"dsf-copies-to-linalg", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect"];
 }
 
+def NameKernels : Pass<"dsf-name-kernels", "::mlir::ModuleOp"> {
+  let summary = "Name each outlined kernel after its host function and the dsf op it came from";
+  let description = [{
+    After gpu-kernel-outlining every kernel of a host function has the same
+    name (`<function>_kernel`), which is all a profiler shows. Each launched
+    `gpu.func` is renamed `<function>__<op>_<n>`: `<op>` is the first
+    NameLoc of the launch's location (dsf-to-linalg tags every dsf op's
+    location with its op name, and a projection's with its weight, as in
+    `linear.attn.wq_b`), else of an op in the kernel's body, else `op`;
+    non-identifier characters become '_', and `<n>` counts that op's kernels
+    in that function. The launches are updated; nothing else changes.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
+def MergeKernelModules : Pass<"dsf-merge-kernel-modules", "::mlir::ModuleOp"> {
+  let summary = "One gpu.module per host function instead of one per kernel";
+  let description = [{
+    After gpu-kernel-outlining (and dsf-name-kernels, which makes a
+    function's kernel names distinct), the kernels launched by one host
+    function move into the first of their modules; launches are updated and
+    the emptied modules erased. Constant `memref.global`s outlined into
+    several of the modules are kept once; any other symbol defined twice, or
+    modules of different targets, is an error. A module launched from more
+    than one function stays as it is. Every module is a ptxas run when
+    compiling and a module load when the artifact is opened, so this cuts
+    both from one per kernel to one per layer function.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::memref::MemRefDialect"];
+}
+
 def PlaceBuffers : Pass<"dsf-place-buffers", "::mlir::ModuleOp"> {
   let summary = "Keep the host code's own scratch on the host and prove it touches no device buffer";
   let description = [{
@@ -122,6 +153,48 @@ def GpuTiledMatmul : Pass<"dsf-gpu-tiled-matmul", "::mlir::ModuleOp"> {
                         "Sum in one order whatever the number of rows">];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect"];
+}
+
+def GpuGroupedExperts : Pass<"dsf-gpu-grouped-experts", "::mlir::ModuleOp"> {
+  let summary = "Run the routed experts as tiled GEMMs over each expert's rows";
+  let description = [{
+    Rewrites each bufferized `linalg.generic` marked `dsf.experts` by
+    dsf-to-linalg ("project": g[t, s, :] += W[e[t, s]] x[t]; "down":
+    y[t, :] += sum over slots s of W2[e[t, s]] h[t, s, :]). From `min-rows`
+    (token, slot) rows: the rows are counted and ranked per expert (atomics),
+    their starts and tile starts summed on one thread, a permutation puts
+    them in expert order, and the tiled GEMM kernel of dsf-gpu-tiled-matmul
+    runs with each block's rows, gathered through the permutation, against
+    its expert's weight; a down product writes z[t, s, :] and adds the slots
+    in order. Below `min-rows`, a warp per output reads its row's expert.
+    With `batch-invariant`, every row count takes the tiled path, so a
+    row's sums never depend on the other rows.
+
+    A marked generic that is not of these forms is an error naming it.
+  }];
+  let options = [Option<"minRows", "min-rows", "int64_t", "16", "(token, slot) rows from which the tiled kernel runs">,
+                 Option<"batchInvariant", "batch-invariant", "bool", "false",
+                        "Sum in one order whatever the number of rows">];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect", "::mlir::linalg::LinalgDialect"];
+}
+
+def GpuBlockReduce : Pass<"dsf-gpu-block-reduce", "::mlir::ModuleOp"> {
+  let summary = "Run order-free reductions as a block of threads per output";
+  let description = [{
+    Rewrites each bufferized `linalg.generic` whose parallel dimensions come
+    first, whose output is indexed by exactly them, and whose body yields
+    combine(out, value) with an order-free combination (i32 addi; f32
+    maximumf, minimumf, maxnumf, minnumf) into a `gpu.launch` of one block
+    of 256 threads per output: each thread combines the reduction points
+    tid, tid + 256, ... (the body cloned, its inputs loaded through their
+    indexing maps), then xor shuffles within a warp, shared memory across
+    the 8 warps, and lane 0 of warp 0 combines the output's value with the
+    total. The result is the generic's exactly, since the combination does
+    not depend on order. Float sums are left to keep their order.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect", "::mlir::affine::AffineDialect"];
 }
 
 def GpuFuseSinkhorn : Pass<"dsf-gpu-fuse-sinkhorn", "::mlir::ModuleOp"> {

@@ -28,20 +28,24 @@ LogicalResult mlir::dsf::buildCudaPipelineFromLinalg(OpPassManager &pm, const Cu
     return failure();
   // The toolkit also gives libdevice (math functions as __nv_*), linked in
   // either way.
+  std::string invariant = options.batchInvariant ? "true" : "false";
   std::string binary = std::string(options.emitPtx ? "isa" : "bin") + " toolkit=" + options.toolkit;
   // Copies become kernels like the rest (dsf-copies-to-linalg), projections
   // of 16 rows or more shared-memory tiled kernels (dsf-gpu-tiled-matmul),
+  // the routed experts the same kernel over rows grouped by expert
+  // (dsf-gpu-grouped-experts), order-free reductions (the top-k's counts, row
+  // maxima) a block of threads per output (dsf-gpu-block-reduce),
   // the Sinkhorn rounds one kernel (dsf-gpu-fuse-sinkhorn),
   // and once the
   // kernels are outlined dsf-place-buffers moves the host's own scratch to
   // the stack and proves the host code dereferences no device buffer: the
   // runtime then queues the kernels without synchronizing between them.
   std::string text = "canonicalize,convert-bufferization-to-memref,dsf-copies-to-linalg,dsf-gpu-fuse-sinkhorn,"
-                     "dsf-gpu-tiled-matmul{batch-invariant=" + std::string(options.batchInvariant ? "true" : "false") + "},"
+                     "dsf-gpu-grouped-experts{batch-invariant=" + invariant + "},dsf-gpu-tiled-matmul{batch-invariant=" + invariant + "},dsf-gpu-block-reduce,"
                      "convert-linalg-to-parallel-loops,"
                      "dsf-tile-parallel-loops{threads=128},"
                      "func.func(gpu-map-parallel-loops{mapping-policy=innermost-first}),convert-parallel-loops-to-gpu,dsf-sink-globals-into-kernels,"
-                     "gpu-kernel-outlining,dsf-place-buffers,convert-scf-to-cf,"
+                     "gpu-kernel-outlining,dsf-name-kernels,dsf-place-buffers,dsf-merge-kernel-modules,convert-scf-to-cf,"
                      "expand-strided-metadata,nvvm-attach-target{chip=" + options.chip +
                      " features=+ptx80 O=3},lower-affine,"
                      "gpu.module(convert-gpu-to-nvvm,canonicalize,cse,reconcile-unrealized-casts),"

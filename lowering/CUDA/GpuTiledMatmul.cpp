@@ -7,6 +7,7 @@
 // f32 step that keeps every numerics check as it is.
 //
 //===----------------------------------------------------------------------===//
+#include "lowering/CUDA/TiledKernels.h"
 #include "lowering/Passes.h"
 
 #include "mlir/IR/AffineMap.h"
@@ -16,7 +17,7 @@ namespace mlir::dsf {
 #include "lowering/Passes.h.inc"
 
 namespace {
-constexpr int64_t kTile = 64, kDepth = 16, kThreads = 256, kPerThread = 4;
+constexpr int64_t kDepth = 16, kThreads = 256, kPerThread = 4;
 
 /// C[t, o] += A[t, d] * W[o, d] over d, in f32, on buffers.
 bool isRowsTimesTransposed(linalg::GenericOp g) {
@@ -50,23 +51,29 @@ bool isRowsTimesTransposed(linalg::GenericOp g) {
   return mulOk && addOk;
 }
 
-void buildTiledKernel(OpBuilder &b, Location loc, Value A, Value W, Value C, Value M, Value N, Value K) {
+} // namespace
+
+void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
   MLIRContext *ctx = b.getContext();
   auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
   Value one = idx(1);
-  auto ceilDiv = [&](Value x, int64_t by) {
-    return arith::DivUIOp::create(b, loc, arith::AddIOp::create(b, loc, x, idx(by - 1)), idx(by)).getResult();
-  };
   auto shared = MemRefType::get({kDepth, kTile}, b.getF32Type(), MemRefLayoutAttrInterface{},
                                 gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
-  auto launch = gpu::LaunchOp::create(b, loc, ceilDiv(N, kTile), ceilDiv(M, kTile), one, idx(kThreads), one, one,
-                                      nullptr, nullptr, ValueRange{}, TypeRange{shared, shared});
+  auto launch = gpu::LaunchOp::create(b, loc, g.gridX, g.gridY, one, idx(kThreads), one, one, nullptr, nullptr,
+                                      ValueRange{}, TypeRange{shared, shared});
   Block &entry = launch.getBody().front();
   OpBuilder k = OpBuilder::atBlockEnd(&entry);
+  Value N = g.N, K = g.K;
+  auto [valid, row0, rowEnd] = g.rows(k, loc, launch.getBlockIds().y);
+  if (valid) {
+    // The whole block takes the branch or not: the barriers inside stay
+    // uniform.
+    auto body = scf::IfOp::create(k, loc, TypeRange{}, valid, /*withElse=*/false);
+    k = body.getThenBodyBuilder();
+  }
   auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(k, loc, v).getResult(); };
   Value As = launch.getWorkgroupAttributions()[0], Ws = launch.getWorkgroupAttributions()[1];
   Value tid = launch.getThreadIds().x;
-  Value row0 = arith::MulIOp::create(k, loc, launch.getBlockIds().y, c(kTile));
   Value col0 = arith::MulIOp::create(k, loc, launch.getBlockIds().x, c(kTile));
   Value ty = arith::DivUIOp::create(k, loc, tid, c(kTile / kPerThread));
   Value tx = arith::RemUIOp::create(k, loc, tid, c(kTile / kPerThread));
@@ -74,12 +81,13 @@ void buildTiledKernel(OpBuilder &b, Location loc, Value A, Value W, Value C, Val
   auto lessThan = [&](OpBuilder &o, Value x, Value bound) {
     return arith::CmpIOp::create(o, loc, arith::CmpIPredicate::ult, x, bound).getResult();
   };
-  /// x[r, col] if both are in range, else 0.
-  auto guardedLoad = [&](OpBuilder &o, Value x, Value r, Value rows, Value col, Value cols) {
-    Value in = arith::AndIOp::create(o, loc, lessThan(o, r, rows), lessThan(o, col, cols));
+  /// load(i, col) if i < bound and col < K, else 0.
+  auto guardedLoad = [&](OpBuilder &o, const std::function<Value(OpBuilder &, Location, Value, Value)> &load,
+                         Value i, Value bound, Value col) {
+    Value in = arith::AndIOp::create(o, loc, lessThan(o, i, bound), lessThan(o, col, K));
     auto branch = scf::IfOp::create(o, loc, TypeRange{o.getF32Type()}, in, /*withElse=*/true);
     OpBuilder t = branch.getThenBodyBuilder();
-    scf::YieldOp::create(t, loc, memref::LoadOp::create(t, loc, x, ValueRange{r, col}).getResult());
+    scf::YieldOp::create(t, loc, load(t, loc, i, col));
     OpBuilder e = branch.getElseBodyBuilder();
     scf::YieldOp::create(e, loc, zero);
     return branch.getResult(0);
@@ -95,9 +103,9 @@ void buildTiledKernel(OpBuilder &b, Location loc, Value A, Value W, Value C, Val
           Value r = arith::DivUIOp::create(o, l, e, arith::ConstantIndexOp::create(o, l, kDepth));
           Value dd = arith::RemUIOp::create(o, l, e, arith::ConstantIndexOp::create(o, l, kDepth));
           Value gk = arith::AddIOp::create(o, l, k0, dd);
-          Value a = guardedLoad(o, A, arith::AddIOp::create(o, l, row0, r), M, gk, K);
+          Value a = guardedLoad(o, g.loadA, arith::AddIOp::create(o, l, row0, r), rowEnd, gk);
           memref::StoreOp::create(o, l, a, As, ValueRange{dd, r});
-          Value w = guardedLoad(o, W, arith::AddIOp::create(o, l, col0, r), N, gk, K);
+          Value w = guardedLoad(o, g.loadW, arith::AddIOp::create(o, l, col0, r), N, gk);
           memref::StoreOp::create(o, l, w, Ws, ValueRange{dd, r});
         }
         gpu::BarrierOp::create(o, l);
@@ -128,26 +136,21 @@ void buildTiledKernel(OpBuilder &b, Location loc, Value A, Value W, Value C, Val
       Value col = arith::AddIOp::create(k, loc, arith::MulIOp::create(k, loc, tx, c(kPerThread)), c(j));
       r = arith::AddIOp::create(k, loc, row0, r);
       col = arith::AddIOp::create(k, loc, col0, col);
-      Value in = arith::AndIOp::create(k, loc, lessThan(k, r, M), lessThan(k, col, N));
+      Value in = arith::AndIOp::create(k, loc, lessThan(k, r, rowEnd), lessThan(k, col, N));
       auto store = scf::IfOp::create(k, loc, TypeRange{}, in, /*withElse=*/false);
       OpBuilder t = store.getThenBodyBuilder();
-      Value old = memref::LoadOp::create(t, loc, C, ValueRange{r, col});
-      Value sum = arith::AddFOp::create(t, loc, old, slices.getResult(i * kPerThread + j));
-      memref::StoreOp::create(t, loc, sum, C, ValueRange{r, col});
+      g.store(t, loc, r, col, slices.getResult(i * kPerThread + j));
     }
-  gpu::TerminatorOp::create(k, loc);
+  OpBuilder end = OpBuilder::atBlockEnd(&entry);
+  gpu::TerminatorOp::create(end, loc);
 }
 
-/// Few rows (decode): a warp per output C[m, o]; its lanes read W's row o
-/// (and A's row m) 32 consecutive values at a time, coalesced, and add
-/// their partial sums with shuffles. Every lane of a warp has the same o, so
-/// a warp past N is out as a whole and the shuffles see full warps.
-void buildWarpKernel(OpBuilder &b, Location loc, Value A, Value W, Value C, Value M, Value N, Value K) {
+void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g) {
   auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
   constexpr int64_t kWarp = 32, kWarps = kThreads / kWarp;
-  Value one = idx(1);
+  Value one = idx(1), N = g.N, K = g.K;
   Value blocks = arith::DivUIOp::create(b, loc, arith::AddIOp::create(b, loc, N, idx(kWarps - 1)), idx(kWarps));
-  auto launch = gpu::LaunchOp::create(b, loc, blocks, M, one, idx(kThreads), one, one);
+  auto launch = gpu::LaunchOp::create(b, loc, blocks, g.M, one, idx(kThreads), one, one);
   OpBuilder k = OpBuilder::atBlockEnd(&launch.getBody().front());
   auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(k, loc, v).getResult(); };
   Value tid = launch.getThreadIds().x;
@@ -161,8 +164,8 @@ void buildWarpKernel(OpBuilder &b, Location loc, Value A, Value W, Value C, Valu
   Value zero = arith::ConstantFloatOp::create(t, loc, t.getF32Type(), APFloat(0.0f));
   auto dot = scf::ForOp::create(t, loc, lane, K, arith::ConstantIndexOp::create(t, loc, kWarp), ValueRange{zero},
                                 [&](OpBuilder &p, Location l, Value d, ValueRange acc) {
-                                  Value a = memref::LoadOp::create(p, l, A, ValueRange{m, d});
-                                  Value w = memref::LoadOp::create(p, l, W, ValueRange{o, d});
+                                  Value a = g.loadA(p, l, m, d);
+                                  Value w = g.loadW(p, l, m, o, d);
                                   scf::YieldOp::create(p, l, arith::AddFOp::create(p, l, acc[0],
                                                                                     arith::MulFOp::create(p, l, a, w))
                                                                  .getResult());
@@ -175,9 +178,60 @@ void buildWarpKernel(OpBuilder &b, Location loc, Value A, Value W, Value C, Valu
   Value first = arith::CmpIOp::create(t, loc, arith::CmpIPredicate::eq, lane, arith::ConstantIndexOp::create(t, loc, 0));
   auto write = scf::IfOp::create(t, loc, TypeRange{}, first, false);
   OpBuilder w = write.getThenBodyBuilder();
-  Value old = memref::LoadOp::create(w, loc, C, ValueRange{m, o});
-  memref::StoreOp::create(w, loc, arith::AddFOp::create(w, loc, old, sum), C, ValueRange{m, o});
+  g.store(w, loc, m, o, sum);
   gpu::TerminatorOp::create(k, loc);
+}
+
+namespace {
+/// C[r, col] = C[r, col] + sum: the projection's accumulation.
+auto accumulateInto(Value C) {
+  return [C](OpBuilder &o, Location l, Value r, Value col, Value sum) {
+    Value old = memref::LoadOp::create(o, l, C, ValueRange{r, col});
+    memref::StoreOp::create(o, l, arith::AddFOp::create(o, l, old, sum), C, ValueRange{r, col});
+  };
+}
+auto loadFrom(Value X) {
+  return [X](OpBuilder &o, Location l, Value r, Value d) {
+    return memref::LoadOp::create(o, l, X, ValueRange{r, d}).getResult();
+  };
+}
+
+void buildTiledKernel(OpBuilder &b, Location loc, Value A, Value W, Value C, Value M, Value N, Value K) {
+  auto ceilDiv = [&](Value x, int64_t by) {
+    return arith::DivUIOp::create(b, loc, arith::AddIOp::create(b, loc, x, arith::ConstantIndexOp::create(b, loc, by - 1)),
+                                  arith::ConstantIndexOp::create(b, loc, by))
+        .getResult();
+  };
+  TiledGemm g;
+  g.gridX = ceilDiv(N, kTile);
+  g.gridY = ceilDiv(M, kTile);
+  g.N = N;
+  g.K = K;
+  g.rows = [M](OpBuilder &o, Location l, Value blockY) {
+    Value row0 = arith::MulIOp::create(o, l, blockY, arith::ConstantIndexOp::create(o, l, kTile));
+    return std::make_tuple(Value(), row0, M);
+  };
+  g.loadA = loadFrom(A);
+  g.loadW = loadFrom(W);
+  g.store = accumulateInto(C);
+  buildTiledGemm(b, loc, g);
+}
+
+/// Few rows (decode): a warp per output C[m, o]; its lanes read W's row o
+/// (and A's row m) 32 consecutive values at a time, coalesced, and add
+/// their partial sums with shuffles. Every lane of a warp has the same o, so
+/// a warp past N is out as a whole and the shuffles see full warps.
+void buildWarpKernel(OpBuilder &b, Location loc, Value A, Value W, Value C, Value M, Value N, Value K) {
+  WarpGemv g;
+  g.M = M;
+  g.N = N;
+  g.K = K;
+  g.loadA = loadFrom(A);
+  g.loadW = [W](OpBuilder &o, Location l, Value, Value col, Value d) {
+    return memref::LoadOp::create(o, l, W, ValueRange{col, d}).getResult();
+  };
+  g.store = accumulateInto(C);
+  buildWarpGemv(b, loc, g);
 }
 
 struct GpuTiledMatmulPass : impl::GpuTiledMatmulBase<GpuTiledMatmulPass> {

@@ -361,6 +361,9 @@ struct MoeExpertsLowering : DsfPattern<MoeExpertsOp> {
           .getResult(0);
     };
     Value g = project(w1), u = project(w3);
+    // What the CUDA pipeline runs as grouped GEMMs (dsf-gpu-grouped-experts).
+    for (Value v : {g, u})
+      v.getDefiningOp()->setAttr("dsf.experts", b.getStringAttr("project"));
     auto h = linalg::GenericOp::create(
         b, loc, TypeRange{hType}, ValueRange{g, u, routing}, ValueRange{emptyTensor(b, loc, hType, x)},
         ArrayRef<AffineMap>{pick(ctx, 3, {0, 1, 2}), pick(ctx, 3, {0, 1, 2}), pick(ctx, 3, {0, 1}), pick(ctx, 3, {0, 1, 2})},
@@ -379,6 +382,7 @@ struct MoeExpertsLowering : DsfPattern<MoeExpertsOp> {
           Value p = arith::MulFOp::create(nb, l, w, a[1]);
           linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], p).getResult());
         });
+    y->setAttr("dsf.experts", b.getStringAttr("down"));
     b.replaceOp(op, y.getResults());
     return success();
   }
@@ -759,9 +763,35 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
     return bound;
   }
 
+  /// Tags each dsf op's location with what it is ("attention", and for an
+  /// op of one weight that weight, as in "linear.attn.wq_b"): the ops it
+  /// lowers to inherit the location, so kernels can be named after it
+  /// (dsf-name-kernels) and later diagnostics say which op they came from.
+  static void tagLocations(ModuleOp module) {
+    module.walk([](Operation *op) {
+      if (!llvm::isa<DsfDialect>(op->getDialect()) || llvm::isa<NameLoc>(op->getLoc()) ||
+          llvm::isa<ModelOp, LayerOp, YieldOp, WeightDeclOp>(op))
+        return;
+      std::string tag = op->getName().stripDialect().str();
+      if (auto user = llvm::dyn_cast<WeightUserOpInterface>(op)) {
+        SmallVector<WeightUse> uses;
+        user.getWeightUses(uses);
+        if (uses.size() == 1) {
+          StringRef weight = uses.front().symbol.getValue();
+          if (weight.consume_front("layers.")) // drop the layer: the function names it
+            weight = weight.drop_until([](char c) { return c == '.'; }).drop_front();
+          weight.consume_back(".weight");
+          tag += "." + weight.str();
+        }
+      }
+      op->setLoc(NameLoc::get(StringAttr::get(op->getContext(), tag), op->getLoc()));
+    });
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
+    tagLocations(module);
     LoweringState state;
     state.topkThresholdFrom = topkThresholdFrom;
     WeightValues &weights = state.weights;

@@ -211,10 +211,19 @@ void quantizeFp8Blocks(const float *x, int64_t rows, int64_t cols, int64_t br, i
 
 void dequantizeFp8Blocks(const uint8_t *codes, const uint8_t *scales, int64_t rows, int64_t cols,
                          int64_t br, int64_t bc, float *out) {
+  // Through the decode tables, a scale per block of the row: real-size
+  // checkpoints hold billions of these codes.
+  const DecodeTables &t = decodeTables();
   const int64_t nbc = (cols + bc - 1) / bc;
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c)
-      out[r * cols + c] = decodeE4M3(codes[r * cols + c]) * decodeUE8M0(scales[(r / br) * nbc + c / bc]);
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint8_t *code = codes + r * cols, *scale = scales + (r / br) * nbc;
+    float *row = out + r * cols;
+    for (int64_t b = 0; b < nbc; ++b) {
+      const float s = t.ue8m0[scale[b]];
+      for (int64_t c = b * bc, end = std::min(cols, c + bc); c < end; ++c)
+        row[c] = t.e4m3[code[c]] * s;
+    }
+  }
 }
 
 } // namespace dsf::rt

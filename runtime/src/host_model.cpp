@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 #include <map>
 #include <set>
+#include <thread>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -127,9 +128,60 @@ std::unique_ptr<HostModel> HostModel::load(std::shared_ptr<Artifact> artifact, c
     return nullptr;
   }
 
-  // Every weight once, shared by the entry points that bind it.
+  // Every weight once, shared by the entry points that bind it, decoded on
+  // every core: a real-size checkpoint is billions of FP8/FP4 codes. A batch
+  // of one weight a thread at a time bounds the decoded copies waiting in
+  // host memory; this thread uploads them in order, so the first bad weight
+  // in the manifest's order is the one reported.
+  std::vector<const WeightSpec *> unique;
+  {
+    std::set<std::string> seen;
+    for (const EntryPoint &entry : artifact->manifest().entryPoints)
+      for (const WeightSpec &w : entry.weights)
+        if (seen.insert(w.name).second)
+          unique.push_back(&w);
+  }
   auto buffers = std::make_shared<std::map<std::string, WeightBuffer>>();
   std::set<std::string> consumed;
+  const size_t threads = std::max(1u, std::thread::hardware_concurrency());
+  for (size_t begin = 0; begin < unique.size(); begin += threads) {
+    const size_t count = std::min(threads, unique.size() - begin);
+    std::vector<WeightBuffer> batch(count);
+    std::vector<std::set<std::string>> used(count);
+    std::vector<std::string> errors(count);
+    std::vector<char> ok(count, 0);
+    std::vector<std::thread> workers;
+    for (size_t i = 0; i < count; ++i)
+      workers.emplace_back([&, i] {
+        const WeightSpec &w = *unique[begin + i];
+        batch[i].shape = w.shape;
+        ok[i] = readWeight(weights, w, batch[i].f32, batch[i].i32, used[i], errors[i]);
+      });
+    for (std::thread &t : workers)
+      t.join();
+    for (size_t i = 0; i < count; ++i) {
+      const WeightSpec &w = *unique[begin + i];
+      if (!ok[i]) {
+        error = errors[i];
+        return nullptr;
+      }
+      consumed.insert(used[i].begin(), used[i].end());
+      WeightBuffer &buffer = batch[i];
+      if (model->cuda_) {
+        size_t bytes = buffer.f32.empty() ? buffer.i32.size() * 4 : buffer.f32.size() * 4;
+        buffer.device = cuda::deviceAlloc(bytes);
+        cuda::copyToDevice(buffer.device, buffer.f32.empty() ? static_cast<void *>(buffer.i32.data()) : buffer.f32.data(),
+                           bytes);
+        if (!cuda::synchronize(error)) {
+          error = "weight '" + w.name + "': " + error;
+          return nullptr;
+        }
+        std::vector<float>().swap(buffer.f32);
+        std::vector<int32_t>().swap(buffer.i32);
+      }
+      buffers->emplace(w.name, std::move(buffer));
+    }
+  }
   for (const EntryPoint &entry : artifact->manifest().entryPoints) {
     auto bound = std::make_unique<Bound>();
     bound->spec = &entry;
@@ -138,29 +190,8 @@ std::unique_ptr<HostModel> HostModel::load(std::shared_ptr<Artifact> artifact, c
       error = artifact->path() + ": the host kernels lack entry point " + entry.symbol;
       return nullptr;
     }
-    for (const WeightSpec &w : entry.weights) {
-      auto it = buffers->find(w.name);
-      if (it == buffers->end()) {
-        WeightBuffer buffer;
-        buffer.shape = w.shape;
-        if (!readWeight(weights, w, buffer.f32, buffer.i32, consumed, error))
-          return nullptr;
-        if (model->cuda_) {
-          size_t bytes = buffer.f32.empty() ? buffer.i32.size() * 4 : buffer.f32.size() * 4;
-          buffer.device = cuda::deviceAlloc(bytes);
-          cuda::copyToDevice(buffer.device, buffer.f32.empty() ? static_cast<void *>(buffer.i32.data()) : buffer.f32.data(),
-                             bytes);
-          if (!cuda::synchronize(error)) {
-            error = "weight '" + w.name + "': " + error;
-            return nullptr;
-          }
-          std::vector<float>().swap(buffer.f32);
-          std::vector<int32_t>().swap(buffer.i32);
-        }
-        it = buffers->emplace(w.name, std::move(buffer)).first;
-      }
-      bound->weightDescriptors.push_back(descriptor(it->second.data(), it->second.shape));
-    }
+    for (const WeightSpec &w : entry.weights)
+      bound->weightDescriptors.push_back(descriptor(buffers->at(w.name).data(), buffers->at(w.name).shape));
     model->entries_.push_back(std::move(bound));
   }
   for (const auto &[name, view] : weights.tensors())

@@ -6,6 +6,11 @@ the runtime's tests.
   artifact_tool.py random-weights ART OUT [--drop NAME] [--extra NAME] [--reshape NAME]
                                                  random f32 weights for every weight the
                                                  manifest binds (per-expert names expanded)
+  artifact_tool.py random-weights-quantized ART OUT
+                                                 random weights in the released formats, written
+                                                 as a stream (real-size models): matrices as FP8
+                                                 E4M3 with UE8M0 32x32 block scales, experts as
+                                                 MXFP4 (two E2M1 a byte, UE8M0 per 32), vectors f32
   artifact_tool.py truncate ART OUT BYTES        the first BYTES bytes
   artifact_tool.py flip ART OUT OFFSET           one byte flipped (negative: from the end)
   artifact_tool.py set-version ART OUT VERSION   another format version, checksum fixed
@@ -57,6 +62,93 @@ def rebuild(data, replace):
     return bytes(header) + body
 
 
+def fp8_e4m3_values():
+    """The 254 finite E4M3 values by code (0x7F and 0xFF are NaN)."""
+    codes = np.arange(256)
+    exp, man, sign = (codes >> 3) & 15, codes & 7, np.where(codes & 128, -1.0, 1.0)
+    vals = np.where(exp == 0, man / 8 * 2.0 ** -6, (1 + man / 8) * 2.0 ** (exp - 7.0)) * sign
+    vals[(codes & 127) == 127] = np.nan
+    return vals
+
+
+def nearest_codes(values, table):
+    """The code of `table` (value by code, NaN for none) nearest each value."""
+    finite = np.flatnonzero(~np.isnan(table))
+    order = finite[np.argsort(table[finite])]
+    sorted_vals = table[order]
+    i = np.clip(np.searchsorted(sorted_vals, values), 1, len(order) - 1)
+    left_closer = (values - sorted_vals[i - 1]) < (sorted_vals[i] - values)
+    return order[np.where(left_closer, i - 1, i)].astype(np.uint8)
+
+
+def write_random_quantized(art, out, seed=11):
+    """Streams a checkpoint for every weight `art` binds without holding it in
+    memory: a pool of random codes is generated once and each tensor takes a
+    window of it at a random offset (values for speed and memory benchmarks,
+    not for training)."""
+    rng = np.random.default_rng(seed)
+    pool_size = 1 << 26
+    fp8_pool = nearest_codes(rng.standard_normal(pool_size), fp8_e4m3_values())
+    e2m1 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, np.nan, -0.5, -1, -1.5, -2, -3, -4, -6])
+    nibbles = nearest_codes(1.5 * rng.standard_normal(2 * pool_size), e2m1)
+    fp4_pool = (nibbles[0::2] | (nibbles[1::2] << 4)).astype(np.uint8)
+
+    def pooled(pool, n):
+        start = int(rng.integers(0, len(pool)))
+        while n > 0:
+            take = min(n, len(pool) - start)
+            yield pool[start:start + take]
+            n -= take
+            start = 0
+
+    def ue8m0(fan_in, spread):
+        # 2^(s - 127): the elements' spread times the scale is 1 / sqrt(fan_in).
+        return np.uint8(127 + round(-0.5 * np.log2(fan_in) - np.log2(spread)))
+
+    entries = []  # (name, dtype, shape, byte count, chunk generator)
+    for entry in manifest(art)["entry_points"]:
+        for w in entry["weights"]:
+            if any(e[0] == w["name"] for e in entries):
+                continue
+            name, shape = w["name"], w["shape"]
+            count = int(np.prod(shape)) if shape else 1
+            if w["dtype"] != "f32":
+                entries.append((name, "I32", shape, 4 * count, lambda c=count: iter([np.zeros(c, np.int32)])))
+            elif "expert_names" in w:
+                cols = shape[-1]
+                entries.append((name, "U8", shape[:-1] + [cols // 2], count // 2,
+                                lambda c=count: pooled(fp4_pool, c // 2)))
+                entries.append((name + ".scale", "U8", shape[:-1] + [cols // 32], count // 32,
+                                lambda c=count, s=ue8m0(cols, 2.0): iter([np.full(c // 32, s, np.uint8)])))
+            elif len(shape) >= 2 and min(shape[-2:]) >= 64:
+                rows, cols = shape[-2], shape[-1]
+                blocks = shape[:-2] + [-(-rows // 32), -(-cols // 32)]
+                nblocks = int(np.prod(blocks))
+                entries.append((name, "F8_E4M3", shape, count, lambda c=count: pooled(fp8_pool, c)))
+                entries.append((name + ".scale", "F8_E8M0", blocks, nblocks,
+                                lambda c=nblocks, s=ue8m0(cols, 1.0): iter([np.full(c, s, np.uint8)])))
+            else:
+                a = rng.standard_normal(count) / np.sqrt(shape[-1] if shape else 1)
+                if name.endswith("norm.weight"):
+                    a = 1 + 0.1 * rng.standard_normal(count)
+                entries.append((name, "F32", shape, 4 * count, lambda a=a: iter([a.astype(np.float32)])))
+    header, offset = {}, 0
+    for name, dtype, shape, size, _ in entries:
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + size]}
+        offset += size
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(out, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for name, _, _, size, chunks in entries:
+            written = 0
+            for chunk in chunks():
+                f.write(np.ascontiguousarray(chunk).data)
+                written += chunk.nbytes
+            assert written == size, name
+
+
 def main():
     cmd, path = sys.argv[1], sys.argv[2]
     data = open(path, "rb").read()
@@ -89,6 +181,8 @@ def main():
         if "--reshape" in opts:
             arrays[opts["--reshape"]] = arrays[opts["--reshape"]].reshape(-1)[:-1].copy()
         safetensors_io.save(out, arrays)
+    elif cmd == "random-weights-quantized":
+        write_random_quantized(data, sys.argv[3])
     elif cmd == "truncate":
         open(sys.argv[3], "wb").write(data[: int(sys.argv[4])])
     elif cmd == "flip":

@@ -1,0 +1,195 @@
+//===- GpuBlockReduce.cpp - dsf-gpu-block-reduce --------------------------===//
+//
+// A reduction generic becomes, through parallel loops, one thread per output
+// looping over the whole reduction. At decode the outputs are one token's:
+// the indexer's top-k counts ~46 passes over every cache entry with one
+// thread each. Reductions whose combination does not depend on order (an
+// integer sum, a float max or min) run here as a block per output instead:
+// 256 threads take the reduction points in strides, then combine through
+// warp shuffles and shared memory. Float sums keep their order (and the
+// numbers every check compares) and stay as they are.
+//
+//===----------------------------------------------------------------------===//
+#include "lowering/Passes.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace mlir::dsf {
+#define GEN_PASS_DEF_GPUBLOCKREDUCE
+#include "lowering/Passes.h.inc"
+
+namespace {
+constexpr int64_t kThreads = 256, kWarp = 32;
+
+/// The combining op of an order-free reduction: the yield is
+/// combine(out, value) with `out` used nowhere else.
+Operation *orderFreeCombiner(linalg::GenericOp g) {
+  if (!g.hasPureBufferSemantics() || g.getNumDpsInits() != 1 || g.getNumReductionLoops() == 0)
+    return nullptr;
+  // Parallel dimensions first, the output indexed by exactly them.
+  auto iterators = g.getIteratorTypesArray();
+  unsigned parallel = g.getNumParallelLoops();
+  for (unsigned i = 0; i < iterators.size(); ++i)
+    if ((i < parallel) != (iterators[i] == utils::IteratorType::parallel))
+      return nullptr;
+  AffineMap outMap = g.getMatchingIndexingMap(g.getDpsInitOperand(0));
+  if (outMap != AffineMap::getMultiDimIdentityMap(g.getNumLoops(), g.getContext()).getMajorSubMap(parallel))
+    return nullptr;
+  Block &body = g.getRegion().front();
+  auto yield = llvm::cast<linalg::YieldOp>(body.getTerminator());
+  if (yield.getNumOperands() != 1)
+    return nullptr;
+  Operation *combine = yield.getOperand(0).getDefiningOp();
+  BlockArgument out = body.getArguments().back();
+  if (!combine || combine->getBlock() != &body || combine->getNumOperands() != 2 || !out.hasOneUse() ||
+      (combine->getOperand(0) != out && combine->getOperand(1) != out))
+    return nullptr;
+  Type type = out.getType();
+  if (llvm::isa<arith::AddIOp>(combine) && type.isInteger(32))
+    return combine;
+  if (llvm::isa<arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp, arith::MinNumFOp>(combine) && type.isF32())
+    return combine;
+  return nullptr;
+}
+
+struct GpuBlockReducePass : impl::GpuBlockReduceBase<GpuBlockReducePass> {
+  void rewrite(linalg::GenericOp g, Operation *combineOp) {
+    OpBuilder b(g);
+    Location loc = g.getLoc();
+    MLIRContext *ctx = b.getContext();
+    auto idx = [&](OpBuilder &o, int64_t v) { return arith::ConstantIndexOp::create(o, loc, v).getResult(); };
+    SmallVector<Range, 4> ranges = llvm::cast<linalg::LinalgOp>(g.getOperation()).createLoopRanges(b, loc);
+    unsigned parallel = g.getNumParallelLoops(), loops = g.getNumLoops();
+    SmallVector<Value> extents;
+    for (const Range &r : ranges)
+      extents.push_back(getValueOrCreateConstantIndexOp(b, loc, r.size));
+    Value outputs = idx(b, 1), points = idx(b, 1);
+    for (unsigned i = 0; i < loops; ++i)
+      (i < parallel ? outputs : points) = arith::MulIOp::create(b, loc, i < parallel ? outputs : points, extents[i]);
+    Block &body = g.getRegion().front();
+    Type type = body.getArguments().back().getType();
+    auto shared = MemRefType::get({kThreads / kWarp}, type, MemRefLayoutAttrInterface{},
+                                  gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+    auto launch = gpu::LaunchOp::create(b, loc, outputs, idx(b, 1), idx(b, 1), idx(b, kThreads), idx(b, 1), idx(b, 1),
+                                        nullptr, nullptr, ValueRange{}, TypeRange{shared});
+    OpBuilder k = OpBuilder::atBlockEnd(&launch.getBody().front());
+    Value partials = launch.getWorkgroupAttributions()[0];
+    Value tid = launch.getThreadIds().x;
+    // The output's indices, from the block id (row-major).
+    SmallVector<Value> index(loops);
+    Value rest = launch.getBlockIds().x;
+    for (unsigned i = parallel; i-- > 0;) {
+      index[i] = arith::RemUIOp::create(k, loc, rest, extents[i]);
+      rest = arith::DivUIOp::create(k, loc, rest, extents[i]);
+    }
+    auto combine = [&](OpBuilder &o, Value x, Value y) -> Value {
+      IRMapping m;
+      Operation *c = o.clone(*combineOp, m);
+      c->setOperands({x, y});
+      return c->getResult(0);
+    };
+    // The identity of the combination, as this thread's start.
+    Value identity;
+    if (type.isInteger(32))
+      identity = arith::ConstantIntOp::create(k, loc, 0, 32);
+    else {
+      bool isMax = llvm::isa<arith::MaximumFOp, arith::MaxNumFOp>(combineOp);
+      identity = arith::ConstantFloatOp::create(k, loc, k.getF32Type(),
+                                                APFloat::getInf(APFloat::IEEEsingle(), /*Negative=*/isMax));
+    }
+    auto strided = scf::ForOp::create(
+        k, loc, tid, points, idx(k, kThreads), ValueRange{identity},
+        [&](OpBuilder &o, Location l, Value point, ValueRange acc) {
+          SmallVector<Value> at(index);
+          Value r = point;
+          for (unsigned i = loops; i-- > parallel;) {
+            at[i] = arith::RemUIOp::create(o, l, r, extents[i]);
+            r = arith::DivUIOp::create(o, l, r, extents[i]);
+          }
+          IRMapping m;
+          for (OpOperand *input : g.getDpsInputOperands()) {
+            AffineMap map = g.getMatchingIndexingMap(input);
+            BlockArgument arg = body.getArgument(input->getOperandNumber());
+            if (!llvm::isa<MemRefType>(input->get().getType())) {
+              m.map(arg, input->get());
+              continue;
+            }
+            SmallVector<Value> coords;
+            for (AffineExpr e : map.getResults())
+              coords.push_back(affine::AffineApplyOp::create(o, l, AffineMap::get(loops, 0, e), at));
+            m.map(arg, memref::LoadOp::create(o, l, input->get(), coords));
+          }
+          for (Operation &op : body.without_terminator()) {
+            if (&op == combineOp)
+              continue;
+            if (auto index = llvm::dyn_cast<linalg::IndexOp>(op)) {
+              m.map(index.getResult(), at[index.getDim()]);
+              continue;
+            }
+            o.clone(op, m);
+          }
+          BlockArgument out = body.getArguments().back();
+          Value value = m.lookup(combineOp->getOperand(0) == out ? combineOp->getOperand(1) : combineOp->getOperand(0));
+          scf::YieldOp::create(o, l, combine(o, acc[0], value));
+        });
+    Value mine = strided.getResult(0);
+    auto warpReduce = [&](OpBuilder &o, Value v) {
+      for (int32_t offset = kWarp / 2; offset > 0; offset /= 2)
+        v = combine(o, v, gpu::ShuffleOp::create(o, loc, v, offset, int32_t(kWarp), gpu::ShuffleMode::XOR)
+                              .getShuffleResult());
+      return v;
+    };
+    mine = warpReduce(k, mine);
+    Value lane = arith::RemUIOp::create(k, loc, tid, idx(k, kWarp));
+    Value warp = arith::DivUIOp::create(k, loc, tid, idx(k, kWarp));
+    auto isZero = [&](OpBuilder &o, Value v) {
+      return arith::CmpIOp::create(o, loc, arith::CmpIPredicate::eq, v, idx(o, 0)).getResult();
+    };
+    auto first = scf::IfOp::create(k, loc, TypeRange{}, isZero(k, lane), false);
+    {
+      OpBuilder t = first.getThenBodyBuilder();
+      memref::StoreOp::create(t, loc, mine, partials, ValueRange{warp});
+    }
+    gpu::BarrierOp::create(k, loc);
+    auto last = scf::IfOp::create(k, loc, TypeRange{}, isZero(k, warp), false);
+    {
+      OpBuilder t = last.getThenBodyBuilder();
+      // Lanes past the warps' count read the identity.
+      Value have = arith::CmpIOp::create(t, loc, arith::CmpIPredicate::ult, lane, idx(t, kThreads / kWarp));
+      auto read = scf::IfOp::create(t, loc, TypeRange{type}, have, true);
+      OpBuilder rt = read.getThenBodyBuilder();
+      scf::YieldOp::create(rt, loc, memref::LoadOp::create(rt, loc, partials, ValueRange{lane}).getResult());
+      OpBuilder re = read.getElseBodyBuilder();
+      Value id2 = type.isInteger(32) ? arith::ConstantIntOp::create(re, loc, 0, 32).getResult()
+                                     : re.clone(*identity.getDefiningOp())->getResult(0);
+      scf::YieldOp::create(re, loc, id2);
+      Value total = warpReduce(t, read.getResult(0));
+      auto write = scf::IfOp::create(t, loc, TypeRange{}, isZero(t, lane), false);
+      OpBuilder w = write.getThenBodyBuilder();
+      SmallVector<Value> outIndex(index.begin(), index.begin() + parallel);
+      Value output = g.getDpsInits()[0];
+      Value old = memref::LoadOp::create(w, loc, output, outIndex);
+      BlockArgument out = body.getArguments().back();
+      // The generic's own combination of the output's value with the rest.
+      Value combined = combineOp->getOperand(0) == out ? combine(w, old, total) : combine(w, total, old);
+      memref::StoreOp::create(w, loc, combined, output, outIndex);
+    }
+    gpu::TerminatorOp::create(k, loc);
+    g.erase();
+  }
+
+  void runOnOperation() override {
+    SmallVector<std::pair<linalg::GenericOp, Operation *>> found;
+    getOperation().walk([&](linalg::GenericOp g) {
+      if (g->getParentOfType<gpu::GPUModuleOp>() || g->getParentOfType<gpu::LaunchOp>())
+        return;
+      if (Operation *c = orderFreeCombiner(g))
+        found.push_back({g, c});
+    });
+    for (auto &[g, c] : found)
+      rewrite(g, c);
+  }
+};
+} // namespace
+} // namespace mlir::dsf

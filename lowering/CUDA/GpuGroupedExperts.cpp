@@ -1,0 +1,271 @@
+//===- GpuGroupedExperts.cpp - dsf-gpu-grouped-experts --------------------===//
+//
+// dsf-to-linalg writes the routed experts as generics that read, for every
+// (token, slot), the weight of the expert chosen for it (marked
+// `dsf.experts`). As loops that is one thread per output over gathered
+// weights: no reuse of a weight tile across tokens, uncoalesced reads; it
+// was half of a small V4 prefill's kernel time. This pass groups the rows
+// by expert and runs the tiled GEMM kernel over each expert's rows:
+//
+//   counts[e]  = rows routed to e, each row's rank among them (atomics; the
+//                order inside an expert does not matter: a row's outputs
+//                depend only on that row)
+//   starts     = exclusive sums of counts and of their 64-row tiles
+//   perm[slot] = the row in expert order
+//   a tiled GEMM whose block y finds its expert from the tile sums, reads
+//   its rows through perm and the expert's weight, and writes each row back
+//   in place (the projection's rows) or to z[t, slot, :] (the down
+//   projection), whose slots are then added in slot order.
+//
+// Few rows (decode) take a warp per output instead, reading its row's
+// expert directly. With batch-invariant, every row count takes the tiled
+// path, so a row's sums never depend on how many rows ran with it.
+//
+//===----------------------------------------------------------------------===//
+#include "lowering/CUDA/TiledKernels.h"
+#include "lowering/Passes.h"
+
+namespace mlir::dsf {
+#define GEN_PASS_DEF_GPUGROUPEDEXPERTS
+#include "lowering/Passes.h.inc"
+
+namespace {
+struct ExpertMatmul {
+  linalg::GenericOp generic;
+  bool down = false;  // "down": [t, d] = sum_slot W2[e, d, :] . h[t, slot, :]
+  Value experts, input, output, weight;
+};
+
+/// The generic's parts, or a diagnostic naming what is missing.
+FailureOr<ExpertMatmul> match(linalg::GenericOp g, StringRef kind) {
+  ExpertMatmul m;
+  m.generic = g;
+  if (kind != "project" && kind != "down")
+    return g.emitOpError("dsf.experts must be \"project\" or \"down\", not \"") << kind << "\"", failure();
+  m.down = kind == "down";
+  if (!g.hasPureBufferSemantics() || g.getNumDpsInputs() != 2 || g.getNumDpsInits() != 1)
+    return g.emitOpError("dsf.experts: expected a bufferized generic of two inputs and one output"), failure();
+  m.experts = g.getDpsInputs()[0];
+  m.input = g.getDpsInputs()[1];
+  m.output = g.getDpsInits()[0];
+  auto expertsType = llvm::dyn_cast<MemRefType>(m.experts.getType());
+  if (!expertsType || expertsType.getRank() != 2 || !expertsType.getElementType().isInteger(32) ||
+      expertsType.isDynamicDim(1))
+    return g.emitOpError("dsf.experts: the first input must be the [tokens, slots] i32 expert indices"), failure();
+  g.getRegion().walk([&](memref::LoadOp load) {
+    if (!llvm::isa<BlockArgument>(load.getMemRef()) || load.getMemRef().getParentRegion() != &g.getRegion())
+      m.weight = load.getMemRef();
+  });
+  auto weightType = m.weight ? llvm::dyn_cast<MemRefType>(m.weight.getType()) : MemRefType();
+  if (!weightType || weightType.getRank() != 3 || !weightType.getElementType().isF32())
+    return g.emitOpError("dsf.experts: the body must read a [experts, out, in] f32 weight"), failure();
+  unsigned inputRank = m.down ? 3 : 2, outputRank = m.down ? 2 : 3;
+  if (llvm::cast<MemRefType>(m.input.getType()).getRank() != inputRank ||
+      llvm::cast<MemRefType>(m.output.getType()).getRank() != outputRank)
+    return g.emitOpError("dsf.experts: operand ranks do not match a \"") << kind << "\" product", failure();
+  return m;
+}
+
+struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass> {
+  using GpuGroupedExpertsBase::GpuGroupedExpertsBase;
+
+  void rewrite(const ExpertMatmul &m) {
+    linalg::GenericOp g = m.generic;
+    OpBuilder b(g);
+    Location loc = g.getLoc();
+    auto idx = [&](OpBuilder &o, int64_t v) { return arith::ConstantIndexOp::create(o, loc, v).getResult(); };
+    auto i32 = [&](OpBuilder &o, int64_t v) { return arith::ConstantIntOp::create(o, loc, v, 32).getResult(); };
+    auto toIndex = [&](OpBuilder &o, Value v) { return arith::IndexCastOp::create(o, loc, o.getIndexType(), v).getResult(); };
+    int64_t slots = llvm::cast<MemRefType>(m.experts.getType()).getDimSize(1);
+    Value tokens = memref::DimOp::create(b, loc, m.experts, 0);
+    Value E = memref::DimOp::create(b, loc, m.weight, 0), N = memref::DimOp::create(b, loc, m.weight, 1),
+          K = memref::DimOp::create(b, loc, m.weight, 2);
+    Value rows = arith::MulIOp::create(b, loc, tokens, idx(b, slots));
+    auto f32 = b.getF32Type();
+    Value z;
+    if (m.down)
+      z = memref::AllocOp::create(b, loc, MemRefType::get({ShapedType::kDynamic, slots, ShapedType::kDynamic}, f32),
+                                  ValueRange{tokens, N});
+    // Row r is (token r / slots, slot r % slots).
+    auto tokenSlot = [&](OpBuilder &o, Value r) {
+      return std::make_pair(arith::DivUIOp::create(o, loc, r, idx(o, slots)).getResult(),
+                            arith::RemUIOp::create(o, loc, r, idx(o, slots)).getResult());
+    };
+    auto loadInput = [&](OpBuilder &o, Value t, Value s, Value d) {
+      return m.down ? memref::LoadOp::create(o, loc, m.input, ValueRange{t, s, d}).getResult()
+                    : memref::LoadOp::create(o, loc, m.input, ValueRange{t, d}).getResult();
+    };
+    auto storeRow = [&](OpBuilder &o, Value t, Value s, Value col, Value sum) {
+      if (m.down) {
+        memref::StoreOp::create(o, loc, sum, z, ValueRange{t, s, col});
+        return;
+      }
+      Value old = memref::LoadOp::create(o, loc, m.output, ValueRange{t, s, col});
+      memref::StoreOp::create(o, loc, arith::AddFOp::create(o, loc, old, sum), m.output, ValueRange{t, s, col});
+    };
+
+    Value grouped = batchInvariant ? arith::ConstantIntOp::create(b, loc, 1, 1).getResult()
+                                   : arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, rows, idx(b, minRows))
+                                         .getResult();
+    auto choice = scf::IfOp::create(b, loc, TypeRange{}, grouped, /*withElse=*/true);
+    {
+      OpBuilder t = choice.getThenBodyBuilder();
+      auto i32Buffer = [&](ArrayRef<int64_t> shape, ValueRange sizes) {
+        return memref::AllocOp::create(t, loc, MemRefType::get(shape, t.getI32Type()), sizes).getResult();
+      };
+      Value counts = i32Buffer({ShapedType::kDynamic}, E);
+      linalg::FillOp::create(t, loc, ValueRange{i32(t, 0)}, ValueRange{counts});
+      Value rank = i32Buffer({ShapedType::kDynamic, slots}, tokens);
+      Value zero = idx(t, 0), one = idx(t, 1);
+      scf::ParallelOp::create(t, loc, ValueRange{zero, zero}, ValueRange{tokens, idx(t, slots)}, ValueRange{one, one},
+                              [&](OpBuilder &o, Location l, ValueRange ivs) {
+                                Value e = toIndex(o, memref::LoadOp::create(o, l, m.experts, ivs));
+                                Value before = memref::AtomicRMWOp::create(o, l, arith::AtomicRMWKind::addi, i32(o, 1),
+                                                                           counts, ValueRange{e});
+                                memref::StoreOp::create(o, l, before, rank, ivs);
+                              });
+      // starts[0, e]: the expert's first row in expert order; starts[1, e]:
+      // its first tile. One thread: E is a few hundred at most.
+      Value E1 = arith::AddIOp::create(t, loc, E, one);
+      Value starts = i32Buffer({2, ShapedType::kDynamic}, E1);
+      scf::ParallelOp::create(
+          t, loc, ValueRange{zero}, ValueRange{one}, ValueRange{one}, [&](OpBuilder &o, Location l, ValueRange) {
+            auto scan = scf::ForOp::create(
+                o, l, idx(o, 0), E, idx(o, 1), ValueRange{i32(o, 0), i32(o, 0)},
+                [&](OpBuilder &p, Location pl, Value e, ValueRange acc) {
+                  memref::StoreOp::create(p, pl, acc[0], starts, ValueRange{idx(p, 0), e});
+                  memref::StoreOp::create(p, pl, acc[1], starts, ValueRange{idx(p, 1), e});
+                  Value c = memref::LoadOp::create(p, pl, counts, ValueRange{e});
+                  Value tiles = arith::DivUIOp::create(p, pl, arith::AddIOp::create(p, pl, c, i32(p, kTile - 1)),
+                                                       i32(p, kTile));
+                  scf::YieldOp::create(p, pl, ValueRange{arith::AddIOp::create(p, pl, acc[0], c),
+                                                         arith::AddIOp::create(p, pl, acc[1], tiles)});
+                });
+            memref::StoreOp::create(o, l, scan.getResult(0), starts, ValueRange{idx(o, 0), E});
+            memref::StoreOp::create(o, l, scan.getResult(1), starts, ValueRange{idx(o, 1), E});
+          });
+      Value perm = i32Buffer({ShapedType::kDynamic}, rows);
+      scf::ParallelOp::create(t, loc, ValueRange{zero, zero}, ValueRange{tokens, idx(t, slots)}, ValueRange{one, one},
+                              [&](OpBuilder &o, Location l, ValueRange ivs) {
+                                Value e = toIndex(o, memref::LoadOp::create(o, l, m.experts, ivs));
+                                Value first = memref::LoadOp::create(o, l, starts, ValueRange{idx(o, 0), e});
+                                Value slot = arith::AddIOp::create(
+                                    o, l, first, memref::LoadOp::create(o, l, rank, ivs).getResult());
+                                Value row = arith::AddIOp::create(
+                                    o, l, arith::MulIOp::create(o, l, ivs[0], idx(o, slots)), ivs[1]);
+                                memref::StoreOp::create(o, l, arith::IndexCastOp::create(o, l, o.getI32Type(), row),
+                                                        perm, ValueRange{toIndex(o, slot)});
+                              });
+      TiledGemm gemm;
+      auto ceilDiv = [&](Value x, int64_t by) {
+        return arith::DivUIOp::create(t, loc, arith::AddIOp::create(t, loc, x, idx(t, by - 1)), idx(t, by))
+            .getResult();
+      };
+      gemm.gridX = ceilDiv(N, kTile);
+      // At most one partial tile per expert beyond the full ones.
+      gemm.gridY = arith::AddIOp::create(t, loc, ceilDiv(rows, kTile), E);
+      gemm.N = N;
+      gemm.K = K;
+      auto expert = std::make_shared<Value>();
+      gemm.rows = [&, expert](OpBuilder &o, Location l, Value blockY) {
+        // The block's expert: how many experts' tiles end at or before it.
+        Value y = arith::IndexCastOp::create(o, l, o.getI32Type(), blockY);
+        auto count = scf::ForOp::create(
+            o, l, idx(o, 0), E, idx(o, 1), ValueRange{idx(o, 0)},
+            [&](OpBuilder &p, Location pl, Value e, ValueRange acc) {
+              Value end = memref::LoadOp::create(p, pl, starts,
+                                                 ValueRange{idx(p, 1), arith::AddIOp::create(p, pl, e, idx(p, 1))});
+              Value before = arith::CmpIOp::create(p, pl, arith::CmpIPredicate::sle, end, y);
+              Value add = arith::SelectOp::create(p, pl, before, idx(p, 1), idx(p, 0));
+              scf::YieldOp::create(p, pl, ValueRange{arith::AddIOp::create(p, pl, acc[0], add)});
+            });
+        Value e = count.getResult(0);
+        *expert = e;
+        Value total = memref::LoadOp::create(o, l, starts, ValueRange{idx(o, 1), E});
+        Value valid = arith::CmpIOp::create(o, l, arith::CmpIPredicate::slt, y, total);
+        // Past the last tile e is E; its row range is then empty.
+        Value next = arith::MinUIOp::create(o, l, arith::AddIOp::create(o, l, e, idx(o, 1)), E);
+        Value firstRow = toIndex(o, memref::LoadOp::create(o, l, starts, ValueRange{idx(o, 0), e}));
+        Value firstTile = toIndex(o, memref::LoadOp::create(o, l, starts, ValueRange{idx(o, 1), e}));
+        Value row0 = arith::AddIOp::create(
+            o, l, firstRow, arith::MulIOp::create(o, l, arith::SubIOp::create(o, l, blockY, firstTile), idx(o, kTile)));
+        Value rowEnd = toIndex(o, memref::LoadOp::create(o, l, starts, ValueRange{idx(o, 0), next}));
+        return std::make_tuple(valid, row0, rowEnd);
+      };
+      gemm.loadA = [&](OpBuilder &o, Location l, Value r, Value d) {
+        auto [tok, s] = tokenSlot(o, toIndex(o, memref::LoadOp::create(o, l, perm, ValueRange{r})));
+        return loadInput(o, tok, s, d);
+      };
+      gemm.loadW = [&, expert](OpBuilder &o, Location l, Value col, Value d) {
+        return memref::LoadOp::create(o, l, m.weight, ValueRange{*expert, col, d}).getResult();
+      };
+      gemm.store = [&](OpBuilder &o, Location l, Value r, Value col, Value sum) {
+        auto [tok, s] = tokenSlot(o, toIndex(o, memref::LoadOp::create(o, l, perm, ValueRange{r})));
+        storeRow(o, tok, s, col, sum);
+      };
+      buildTiledGemm(t, loc, gemm);
+      for (Value buffer : {counts, rank, starts, perm})
+        memref::DeallocOp::create(t, loc, buffer);
+    }
+    {
+      OpBuilder e = OpBuilder::atBlockBegin(choice.elseBlock());
+      WarpGemv gemv;
+      gemv.M = rows;
+      gemv.N = N;
+      gemv.K = K;
+      gemv.loadA = [&](OpBuilder &o, Location, Value r, Value d) {
+        auto [tok, s] = tokenSlot(o, r);
+        return loadInput(o, tok, s, d);
+      };
+      gemv.loadW = [&](OpBuilder &o, Location l, Value r, Value col, Value d) {
+        auto [tok, s] = tokenSlot(o, r);
+        Value ex = toIndex(o, memref::LoadOp::create(o, l, m.experts, ValueRange{tok, s}));
+        return memref::LoadOp::create(o, l, m.weight, ValueRange{ex, col, d}).getResult();
+      };
+      gemv.store = [&](OpBuilder &o, Location, Value r, Value col, Value sum) {
+        auto [tok, s] = tokenSlot(o, r);
+        storeRow(o, tok, s, col, sum);
+      };
+      buildWarpGemv(e, loc, gemv);
+    }
+    if (m.down) {
+      // y[t, n] += z[t, 0, n] + z[t, 1, n] + ...: the slots in order.
+      Value zero = idx(b, 0), one = idx(b, 1);
+      scf::ParallelOp::create(
+          b, loc, ValueRange{zero, zero}, ValueRange{tokens, N}, ValueRange{one, one},
+          [&](OpBuilder &o, Location l, ValueRange ivs) {
+            auto sum = scf::ForOp::create(
+                o, l, idx(o, 0), idx(o, slots), idx(o, 1),
+                ValueRange{memref::LoadOp::create(o, l, m.output, ivs).getResult()},
+                [&](OpBuilder &p, Location pl, Value s, ValueRange acc) {
+                  Value v = memref::LoadOp::create(p, pl, z, ValueRange{ivs[0], s, ivs[1]});
+                  scf::YieldOp::create(p, pl, ValueRange{arith::AddFOp::create(p, pl, acc[0], v)});
+                });
+            memref::StoreOp::create(o, l, sum.getResult(0), m.output, ivs);
+          });
+      memref::DeallocOp::create(b, loc, z);
+    }
+    g.erase();
+  }
+
+  void runOnOperation() override {
+    SmallVector<ExpertMatmul> found;
+    bool bad = false;
+    getOperation().walk([&](linalg::GenericOp g) {
+      auto kind = g->getAttrOfType<StringAttr>("dsf.experts");
+      if (!kind || g->getParentOfType<gpu::GPUModuleOp>() || g->getParentOfType<gpu::LaunchOp>())
+        return;
+      FailureOr<ExpertMatmul> m = match(g, kind.getValue());
+      if (failed(m))
+        bad = true;
+      else
+        found.push_back(*m);
+    });
+    if (bad)
+      return signalPassFailure();
+    for (const ExpertMatmul &m : found)
+      rewrite(m);
+  }
+};
+} // namespace
+} // namespace mlir::dsf

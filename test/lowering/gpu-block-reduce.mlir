@@ -1,0 +1,95 @@
+// RUN: dsf-opt %s --dsf-gpu-block-reduce --split-input-file | FileCheck %s
+
+// An i32 count per row (the top-k's passes): a block of 256 threads per
+// output, the points in strides of 256, the body cloned with its inputs
+// loaded and linalg.index replaced, then xor shuffles, the warps' partials in
+// shared memory, and lane 0 of warp 0 adding the output's own value.
+// CHECK-LABEL: func.func @count
+// CHECK: %[[ROWS:.*]] = memref.dim %arg0, %c0
+// CHECK: %[[COLS:.*]] = memref.dim %arg0, %c1
+// CHECK: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in ({{.*}} = %{{.*}}, {{.*}}) threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in ({{.*}} = %c256, {{.*}}) workgroup(%[[PART:.*]] : memref<8xi32, #gpu.address_space<workgroup>>)
+// CHECK: scf.for %[[P:.*]] = %[[TX]] to %{{.*}} step %c256{{.*}} iter_args(%[[ACC:.*]] = %c0_i32)
+// CHECK: memref.load %arg0
+// CHECK: memref.load %arg1
+// CHECK: arith.cmpi uge
+// CHECK: arith.addi %[[ACC]]
+// CHECK-COUNT-5: gpu.shuffle  xor
+// CHECK: memref.store {{.*}}, %[[PART]]
+// CHECK: gpu.barrier
+// CHECK: memref.load %[[PART]]
+// CHECK-COUNT-5: gpu.shuffle  xor
+// CHECK: %[[OLD:.*]] = memref.load %arg2
+// CHECK: arith.addi %[[OLD]]
+// CHECK: memref.store {{.*}}, %arg2
+// CHECK-NOT: linalg.generic
+#kj = affine_map<(t, j) -> (t, j)>
+#t = affine_map<(t, j) -> (t)>
+func.func @count(%keys: memref<?x?xi32>, %bound: memref<?xi32>, %count: memref<?xi32>) {
+  linalg.generic {indexing_maps = [#kj, #t, #t], iterator_types = ["parallel", "reduction"]}
+      ins(%keys, %bound : memref<?x?xi32>, memref<?xi32>) outs(%count : memref<?xi32>) {
+  ^bb0(%k: i32, %b: i32, %c: i32):
+    %j = linalg.index 1 : index
+    %ji = arith.index_cast %j : index to i32
+    %ge = arith.cmpi uge, %k, %b : i32
+    %lt = arith.cmpi ult, %ji, %b : i32
+    %hit = arith.andi %ge, %lt : i1
+    %one = arith.extui %hit : i1 to i32
+    %s = arith.addi %c, %one : i32
+    linalg.yield %s : i32
+  }
+  return
+}
+
+// -----
+
+// A float row maximum: the same, from -inf.
+// CHECK-LABEL: func.func @row_max
+// CHECK: gpu.launch
+// CHECK: %[[NEG:.*]] = arith.constant 0xFF800000 : f32
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[NEG]])
+// CHECK: arith.maximumf
+// CHECK-NOT: linalg.generic
+#x = affine_map<(t, j) -> (t, j)>
+#t = affine_map<(t, j) -> (t)>
+func.func @row_max(%x: memref<?x?xf32>, %m: memref<?xf32>) {
+  linalg.generic {indexing_maps = [#x, #t], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<?x?xf32>) outs(%m : memref<?xf32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %r = arith.maximumf %acc, %v : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// Float sums keep their order: left as they are. So are reductions whose
+// output is not indexed by the parallel dimensions alone.
+// CHECK-LABEL: func.func @float_sum
+// CHECK: linalg.generic
+// CHECK-NOT: gpu.launch
+// CHECK-LABEL: func.func @transposed_output
+// CHECK: linalg.generic
+// CHECK-NOT: gpu.launch
+#x = affine_map<(t, j) -> (t, j)>
+#t = affine_map<(t, j) -> (t)>
+func.func @float_sum(%x: memref<?x?xf32>, %s: memref<?xf32>) {
+  linalg.generic {indexing_maps = [#x, #t], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<?x?xf32>) outs(%s : memref<?xf32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %r = arith.addf %acc, %v : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+#x3 = affine_map<(a, b, j) -> (a, b, j)>
+#ba = affine_map<(a, b, j) -> (b, a)>
+func.func @transposed_output(%x: memref<4x8x16xi32>, %s: memref<8x4xi32>) {
+  linalg.generic {indexing_maps = [#x3, #ba], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x : memref<4x8x16xi32>) outs(%s : memref<8x4xi32>) {
+  ^bb0(%v: i32, %acc: i32):
+    %r = arith.addi %acc, %v : i32
+    linalg.yield %r : i32
+  }
+  return
+}

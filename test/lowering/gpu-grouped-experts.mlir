@@ -1,0 +1,99 @@
+// RUN: dsf-opt %s --dsf-gpu-grouped-experts=min-rows=16 --split-input-file | FileCheck %s
+// RUN: dsf-opt %s --dsf-gpu-grouped-experts="min-rows=16 batch-invariant=true" --split-input-file | FileCheck --check-prefix=INVARIANT %s
+
+// The routed experts' projection g[t, s, :] += W[e[t, s]] x[t]: from 16
+// (token, slot) rows, per-expert counts and ranks by atomics, the starts on
+// one thread, the permutation into expert order, then the tiled kernel whose
+// block finds its expert and reads its rows through the permutation; below
+// 16 rows a warp per output. The generic is gone.
+// CHECK-LABEL: func.func @project
+// CHECK: %[[T:.*]] = memref.dim %arg0, %c0
+// CHECK: %[[ROWS:.*]] = arith.muli %[[T]], %c2
+// CHECK: %[[BIG:.*]] = arith.cmpi uge, %[[ROWS]], %c16
+// CHECK: scf.if %[[BIG]] {
+// CHECK: %[[COUNTS:.*]] = memref.alloc(%{{.*}}) : memref<?xi32>
+// CHECK: linalg.fill ins(%{{.*}} : i32) outs(%[[COUNTS]] : memref<?xi32>)
+// CHECK: scf.parallel
+// CHECK: memref.atomic_rmw addi %{{.*}}, %[[COUNTS]]
+// CHECK: %[[STARTS:.*]] = memref.alloc(%{{.*}}) : memref<2x?xi32>
+// CHECK: scf.parallel
+// CHECK: scf.for
+// CHECK: %[[PERM:.*]] = memref.alloc(%{{.*}}) : memref<?xi32>
+// CHECK: scf.parallel
+// CHECK: memref.store {{.*}}, %[[PERM]]
+// CHECK: gpu.launch {{.*}} workgroup(
+// CHECK: scf.for
+// CHECK: memref.load %[[STARTS]]
+// CHECK: memref.load %[[PERM]]
+// CHECK: memref.load %arg1
+// CHECK: memref.load %arg2
+// CHECK: gpu.barrier
+// CHECK: memref.store {{.*}}, %arg3
+// CHECK: memref.dealloc %[[COUNTS]]
+// CHECK: } else {
+// CHECK: gpu.launch
+// CHECK-COUNT-5: gpu.shuffle  xor
+// CHECK: memref.store {{.*}}, %arg3
+// CHECK-NOT: linalg.generic
+
+// Batch-invariant: every row count takes the tiled kernel.
+// INVARIANT-LABEL: func.func @project
+// INVARIANT: %[[TRUE:.*]] = arith.constant true
+// INVARIANT: scf.if %[[TRUE]]
+// INVARIANT: gpu.launch {{.*}} workgroup(
+#e = affine_map<(t, s, i, d) -> (t, s)>
+#x = affine_map<(t, s, i, d) -> (t, d)>
+#g = affine_map<(t, s, i, d) -> (t, s, i)>
+func.func @project(%experts: memref<?x2xi32>, %x: memref<?x64xf32>, %w: memref<4x32x64xf32>, %g: memref<?x2x32xf32>) {
+  linalg.generic {indexing_maps = [#e, #x, #g], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%experts, %x : memref<?x2xi32>, memref<?x64xf32>) outs(%g : memref<?x2x32xf32>) attrs = {dsf.experts = "project"} {
+  ^bb0(%e: i32, %a: f32, %acc: f32):
+    %ei = arith.index_cast %e : i32 to index
+    %i = linalg.index 2 : index
+    %d = linalg.index 3 : index
+    %wv = memref.load %w[%ei, %i, %d] : memref<4x32x64xf32>
+    %p = arith.mulf %wv, %a : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// The down product y[t, :] += sum over s of W2[e[t, s]] h[t, s, :]: each
+// (token, slot) row's product goes to z[t, s, :], then the slots are added
+// in order into y.
+// CHECK-LABEL: func.func @down
+// CHECK: %[[Z:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x2x?xf32>
+// CHECK: scf.if
+// CHECK: gpu.launch {{.*}} workgroup(
+// CHECK: memref.store {{.*}}, %[[Z]]
+// CHECK: } else {
+// CHECK: gpu.launch
+// CHECK: memref.store {{.*}}, %[[Z]]
+// CHECK: scf.parallel
+// CHECK: memref.load %arg3
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c2
+// CHECK: memref.load %[[Z]]
+// CHECK: memref.store {{.*}}, %arg3
+// CHECK: memref.dealloc %[[Z]]
+// CHECK-NOT: linalg.generic
+
+// -----
+
+#e = affine_map<(t, n, s, i) -> (t, s)>
+#h = affine_map<(t, n, s, i) -> (t, s, i)>
+#y = affine_map<(t, n, s, i) -> (t, n)>
+func.func @down(%experts: memref<?x2xi32>, %h: memref<?x2x32xf32>, %w: memref<4x64x32xf32>, %y: memref<?x64xf32>) {
+  linalg.generic {indexing_maps = [#e, #h, #y], iterator_types = ["parallel", "parallel", "reduction", "reduction"]}
+      ins(%experts, %h : memref<?x2xi32>, memref<?x2x32xf32>) outs(%y : memref<?x64xf32>) attrs = {dsf.experts = "down"} {
+  ^bb0(%e: i32, %a: f32, %acc: f32):
+    %ei = arith.index_cast %e : i32 to index
+    %n = linalg.index 1 : index
+    %i = linalg.index 3 : index
+    %wv = memref.load %w[%ei, %n, %i] : memref<4x64x32xf32>
+    %p = arith.mulf %wv, %a : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
