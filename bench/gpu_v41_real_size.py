@@ -136,11 +136,40 @@ def op_of(kernel):
 
 
 
+# The products' weights by the tag dsf-name-kernels gives their kernels:
+# "linear_attn_wq_b" -> the elements of every layers.N.attn.wq_b.weight.
+prefill_entry = next(e for e in manifest["entry_points"] if e["name"] == "prefill")
+weight_elements, expert_elements = {}, 0
+for w in prefill_entry["weights"]:
+    n = int(np.prod(w["shape"]))
+    if "expert_names" in w:
+        expert_elements += n
+        continue
+    key = re.sub(r"^layers\.\d+\.", "", w["name"])
+    key = re.sub(r"\.weight$", "", key).replace(".", "_")
+    weight_elements[key] = weight_elements.get(key, 0) + n
+
+
+def op_work(op, tokens):
+    """(FLOPs, weight bytes) of one call of an op over all layers, or (0, 0)."""
+    if op == "moe_experts":
+        elements = expert_elements * (6 if tokens == 1 else 8) // 8
+        return 2 * tokens * expert_elements * 6 // 8, 4 * elements
+    for prefix in ("linear_", "grouped_linear_"):
+        if op.startswith(prefix) and op[len(prefix):] in weight_elements:
+            elements = weight_elements[op[len(prefix):]]
+            return 2 * tokens * elements, 4 * elements
+    return 0, 0
+
+
 rng = np.random.default_rng(5)
 say(f"# dsf on a V4.1-Flash-shaped model (8 experts), {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
 say()
-gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm", "--format=csv,noheader"],
-                     capture_output=True, text=True).stdout.strip()
+try:
+    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm", "--format=csv,noheader"],
+                         capture_output=True, text=True).stdout.strip()
+except FileNotFoundError:
+    gpu = "no nvidia-smi"
 say(f"Machine: {gpu}. Command: `python3 bench/gpu_v41_real_size.py DSF_RUN shaped.dsfa OUT.md "
     f"{' '.join(map(str, contexts))}`. Random weights in the released formats: "
     f"{os.path.getsize(weights) / 1e9:.1f} GB, written in {weights_s:.0f} s.")
@@ -220,11 +249,21 @@ for n, kernels in profiles.items():
         say(f"### {phase}: {total / 1e3 / calls:.1f} ms of kernel time a call, "
             f"{sum(t[0] for t in by_op.values()) // calls} launches a call")
         say()
-        say("| dsf op (all layers) | launches a call | ms a call | share | launch shapes |")
-        say("|---|---|---|---|---|")
-        for op, (launches, us, shapes) in sorted(by_op.items(), key=lambda kv: -kv[1][1])[:14]:
-            say(f"| {op} | {launches // calls} | {us / 1e3 / calls:.2f} | {100 * us / total:.1f} % | "
+        say("| dsf op (all layers) | launches a call | ms a call | share | GFLOP a call | TFLOP/s (of 790 bf16) "
+            "| weight GB a call | TB/s (of 4.4) | launch shapes |")
+        say("|---|---|---|---|---|---|---|---|---|")
+        tokens = n if phase == "prefill" else 1
+        for op, (launches, us, shapes) in sorted(by_op.items(), key=lambda kv: -kv[1][1])[:16]:
+            flops, nbytes = op_work(op, tokens)
+            sec = us / 1e6 / calls
+            work = (f"{flops / 1e9:.0f} | {flops / sec / 1e12:.2f} ({100 * flops / sec / 790e12:.2f} %) | "
+                    f"{nbytes / 1e9:.2f} | {nbytes / sec / 1e12:.2f} ({100 * nbytes / sec / HBM:.1f} %)"
+                    if flops else "| | |")
+            say(f"| {op} | {launches // calls} | {sec * 1e3:.2f} | {100 * us / total:.1f} % | {work} | "
                 f"{', '.join(sorted(shapes)[:3])}{' ...' if len(shapes) > 3 else ''} |")
+        say()
+        say("FLOPs and bytes for the products only (2 x tokens x weight elements; weights read once, f32, "
+            "the routed experts' top-6 of 8 at decode and all 8 at prefill); other ops: time only.")
         say()
 
 # --- 5c: the indexer and the sparse attention in PyTorch ---------------------

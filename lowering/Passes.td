@@ -190,9 +190,15 @@ def GpuBlockReduce : Pass<"dsf-gpu-block-reduce", "::mlir::ModuleOp"> {
     tid, tid + 256, ... (the body cloned, its inputs loaded through their
     indexing maps), then xor shuffles within a warp, shared memory across
     the 8 warps, and lane 0 of warp 0 combines the output's value with the
-    total. The result is the generic's exactly, since the combination does
-    not depend on order. Float sums are left to keep their order.
+    total. For those the result is the generic's exactly. Float sums (f32
+    addf) are taken when their reduction has a static length of at least
+    `min-sum-points` (RMSNorm over the model width, the mHC's flattened
+    streams): another order of additions than the generic's, but one that
+    does not depend on the number of tokens, so batch invariance holds.
+    Shorter or dynamic float sums stay as they are.
   }];
+  let options = [Option<"minSumPoints", "min-sum-points", "int64_t", "1024",
+                        "Static reduction length from which float sums run as a block per output">];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::affine::AffineDialect"];
 }

@@ -3,11 +3,12 @@
 // A reduction generic becomes, through parallel loops, one thread per output
 // looping over the whole reduction. At decode the outputs are one token's:
 // the indexer's top-k counts ~46 passes over every cache entry with one
-// thread each. Reductions whose combination does not depend on order (an
-// integer sum, a float max or min) run here as a block per output instead:
-// 256 threads take the reduction points in strides, then combine through
-// warp shuffles and shared memory. Float sums keep their order (and the
-// numbers every check compares) and stay as they are.
+// thread each, an RMSNorm sums 5,120 squares in one thread, the mHC 20,480.
+// Such reductions run here as a block per output instead: 256 threads take
+// the reduction points in strides, then combine through warp shuffles and
+// shared memory. Order-free combinations (an integer sum, a float max or
+// min) are exact; float sums of a static length from `min-sum-points` add
+// in another order than the CPU's, the same for any number of tokens.
 //
 //===----------------------------------------------------------------------===//
 #include "lowering/Passes.h"
@@ -22,9 +23,10 @@ namespace mlir::dsf {
 namespace {
 constexpr int64_t kThreads = 256, kWarp = 32;
 
-/// The combining op of an order-free reduction: the yield is
-/// combine(out, value) with `out` used nowhere else.
-Operation *orderFreeCombiner(linalg::GenericOp g) {
+/// The combining op of a reduction this pass takes: the yield is
+/// combine(out, value) with `out` used nowhere else, and the combination is
+/// order-free or a float sum of a static length of at least `minSumPoints`.
+Operation *blockCombiner(linalg::GenericOp g, int64_t minSumPoints) {
   if (!g.hasPureBufferSemantics() || g.getNumDpsInits() != 1 || g.getNumReductionLoops() == 0)
     return nullptr;
   // Parallel dimensions first, the output indexed by exactly them.
@@ -50,10 +52,26 @@ Operation *orderFreeCombiner(linalg::GenericOp g) {
     return combine;
   if (llvm::isa<arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp, arith::MinNumFOp>(combine) && type.isF32())
     return combine;
+  // A float sum changes with its order. One of a static length (not one
+  // that depends on the tokens) is summed the same way for any number of
+  // tokens, so a decode still equals its prefill; long ones (norms over the
+  // model width, the mHC's streams) are where one thread per output is slow.
+  if (llvm::isa<arith::AddFOp>(combine) && type.isF32()) {
+    int64_t points = 1;
+    SmallVector<int64_t> ranges = llvm::cast<linalg::LinalgOp>(g.getOperation()).getStaticLoopRanges();
+    for (unsigned i = parallel; i < ranges.size(); ++i) {
+      if (ShapedType::isDynamic(ranges[i]))
+        return nullptr;
+      points *= ranges[i];
+    }
+    if (points >= minSumPoints)
+      return combine;
+  }
   return nullptr;
 }
 
 struct GpuBlockReducePass : impl::GpuBlockReduceBase<GpuBlockReducePass> {
+  using GpuBlockReduceBase::GpuBlockReduceBase;
   void rewrite(linalg::GenericOp g, Operation *combineOp) {
     OpBuilder b(g);
     Location loc = g.getLoc();
@@ -184,7 +202,7 @@ struct GpuBlockReducePass : impl::GpuBlockReduceBase<GpuBlockReducePass> {
     getOperation().walk([&](linalg::GenericOp g) {
       if (g->getParentOfType<gpu::GPUModuleOp>() || g->getParentOfType<gpu::LaunchOp>())
         return;
-      if (Operation *c = orderFreeCombiner(g))
+      if (Operation *c = blockCombiner(g, minSumPoints))
         found.push_back({g, c});
     });
     for (auto &[g, c] : found)

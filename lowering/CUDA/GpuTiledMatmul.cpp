@@ -19,20 +19,8 @@ namespace mlir::dsf {
 namespace {
 constexpr int64_t kDepth = 16, kThreads = 256, kPerThread = 4;
 
-/// C[t, o] += A[t, d] * W[o, d] over d, in f32, on buffers.
-bool isRowsTimesTransposed(linalg::GenericOp g) {
-  if (!g.hasPureBufferSemantics() || g.getNumDpsInputs() != 2 || g.getNumDpsInits() != 1 || g.getNumLoops() != 3)
-    return false;
-  auto it = g.getIteratorTypesArray();
-  if (it[0] != utils::IteratorType::parallel || it[1] != utils::IteratorType::parallel ||
-      it[2] != utils::IteratorType::reduction)
-    return false;
-  MLIRContext *ctx = g.getContext();
-  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
-  SmallVector<AffineMap> maps = g.getIndexingMapsArray();
-  if (maps[0] != AffineMap::get(3, 0, {d(0), d(2)}, ctx) || maps[1] != AffineMap::get(3, 0, {d(1), d(2)}, ctx) ||
-      maps[2] != AffineMap::get(3, 0, {d(0), d(1)}, ctx))
-    return false;
+/// f32 operands and a body of out + a * w.
+bool hasMultiplyAddBody(linalg::GenericOp g) {
   for (Value v : g->getOperands())
     if (!llvm::cast<MemRefType>(v.getType()).getElementType().isF32())
       return false;
@@ -51,7 +39,42 @@ bool isRowsTimesTransposed(linalg::GenericOp g) {
   return mulOk && addOk;
 }
 
+/// C[t, o] += A[t, d] * W[o, d] over d, in f32, on buffers.
+bool isRowsTimesTransposed(linalg::GenericOp g) {
+  if (!g.hasPureBufferSemantics() || g.getNumDpsInputs() != 2 || g.getNumDpsInits() != 1 || g.getNumLoops() != 3)
+    return false;
+  auto it = g.getIteratorTypesArray();
+  if (it[0] != utils::IteratorType::parallel || it[1] != utils::IteratorType::parallel ||
+      it[2] != utils::IteratorType::reduction)
+    return false;
+  MLIRContext *ctx = g.getContext();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  SmallVector<AffineMap> maps = g.getIndexingMapsArray();
+  if (maps[0] != AffineMap::get(3, 0, {d(0), d(2)}, ctx) || maps[1] != AffineMap::get(3, 0, {d(1), d(2)}, ctx) ||
+      maps[2] != AffineMap::get(3, 0, {d(0), d(1)}, ctx))
+    return false;
+  return hasMultiplyAddBody(g);
+}
+
 } // namespace
+
+/// The same per group: C[t, g, o] += A[t, g, d] * W[g, o, d] (V4's grouped
+/// output projection).
+static bool isGroupedRowsTimesTransposed(linalg::GenericOp g) {
+  if (!g.hasPureBufferSemantics() || g.getNumDpsInputs() != 2 || g.getNumDpsInits() != 1 || g.getNumLoops() != 4)
+    return false;
+  auto it = g.getIteratorTypesArray();
+  for (unsigned i = 0; i < 4; ++i)
+    if ((it[i] == utils::IteratorType::reduction) != (i == 3))
+      return false;
+  MLIRContext *ctx = g.getContext();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  SmallVector<AffineMap> maps = g.getIndexingMapsArray();
+  if (maps[0] != AffineMap::get(4, 0, {d(0), d(1), d(3)}, ctx) || maps[1] != AffineMap::get(4, 0, {d(1), d(2), d(3)}, ctx) ||
+      maps[2] != AffineMap::get(4, 0, {d(0), d(1), d(2)}, ctx))
+    return false;
+  return hasMultiplyAddBody(g);
+}
 
 void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
   MLIRContext *ctx = b.getContext();
@@ -59,10 +82,12 @@ void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
   Value one = idx(1);
   auto shared = MemRefType::get({kDepth, kTile}, b.getF32Type(), MemRefLayoutAttrInterface{},
                                 gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
-  auto launch = gpu::LaunchOp::create(b, loc, g.gridX, g.gridY, one, idx(kThreads), one, one, nullptr, nullptr,
-                                      ValueRange{}, TypeRange{shared, shared});
+  auto launch = gpu::LaunchOp::create(b, loc, g.gridX, g.gridY, g.gridZ ? g.gridZ : one, idx(kThreads), one, one,
+                                      nullptr, nullptr, ValueRange{}, TypeRange{shared, shared});
   Block &entry = launch.getBody().front();
   OpBuilder k = OpBuilder::atBlockEnd(&entry);
+  if (g.prologue)
+    g.prologue(k, loc, launch.getBlockIds().z);
   Value N = g.N, K = g.K;
   auto [valid, row0, rowEnd] = g.rows(k, loc, launch.getBlockIds().y);
   if (valid) {
@@ -150,8 +175,10 @@ void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g) {
   constexpr int64_t kWarp = 32, kWarps = kThreads / kWarp;
   Value one = idx(1), N = g.N, K = g.K;
   Value blocks = arith::DivUIOp::create(b, loc, arith::AddIOp::create(b, loc, N, idx(kWarps - 1)), idx(kWarps));
-  auto launch = gpu::LaunchOp::create(b, loc, blocks, g.M, one, idx(kThreads), one, one);
+  auto launch = gpu::LaunchOp::create(b, loc, blocks, g.M, g.gridZ ? g.gridZ : one, idx(kThreads), one, one);
   OpBuilder k = OpBuilder::atBlockEnd(&launch.getBody().front());
+  if (g.prologue)
+    g.prologue(k, loc, launch.getBlockIds().z);
   auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(k, loc, v).getResult(); };
   Value tid = launch.getThreadIds().x;
   Value lane = arith::RemUIOp::create(k, loc, tid, c(kWarp));
@@ -234,14 +261,89 @@ void buildWarpKernel(OpBuilder &b, Location loc, Value A, Value W, Value C, Valu
   buildWarpGemv(b, loc, g);
 }
 
+/// Per group g = blockIdx.z: C[t, g, o] += A[t, g, d] * W[g, o, d], tiled
+/// from `minRows` rows; below, a warp per output when `warpBelow`, else an
+/// empty branch for the caller to fill.
+void buildGroupedKernels(OpBuilder &b, Location loc, Value A, Value W, Value C, int64_t minRows, bool warpBelow) {
+  auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
+  Value M = memref::DimOp::create(b, loc, A, 0), G = memref::DimOp::create(b, loc, W, 0),
+        N = memref::DimOp::create(b, loc, W, 1), K = memref::DimOp::create(b, loc, W, 2);
+  auto group = std::make_shared<Value>();
+  auto prologue = [group](OpBuilder &, Location, Value z) { *group = z; };
+  auto loadA = [A, group](OpBuilder &o, Location l, Value r, Value d) {
+    return memref::LoadOp::create(o, l, A, ValueRange{r, *group, d}).getResult();
+  };
+  auto store = [C, group](OpBuilder &o, Location l, Value r, Value col, Value sum) {
+    Value old = memref::LoadOp::create(o, l, C, ValueRange{r, *group, col});
+    memref::StoreOp::create(o, l, arith::AddFOp::create(o, l, old, sum), C, ValueRange{r, *group, col});
+  };
+  auto ceilDiv = [&](Value x, int64_t by) {
+    return arith::DivUIOp::create(b, loc, arith::AddIOp::create(b, loc, x, idx(by - 1)), idx(by)).getResult();
+  };
+  Value gridX = ceilDiv(N, kTile), gridY = ceilDiv(M, kTile);
+  Value tiled = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, M, idx(minRows));
+  auto choice = scf::IfOp::create(b, loc, TypeRange{}, tiled, /*withElse=*/true);
+  {
+    OpBuilder t = choice.getThenBodyBuilder();
+    TiledGemm g;
+    g.gridX = gridX;
+    g.gridY = gridY;
+    g.gridZ = G;
+    g.N = N;
+    g.K = K;
+    g.prologue = prologue;
+    g.rows = [M](OpBuilder &o, Location l, Value blockY) {
+      Value row0 = arith::MulIOp::create(o, l, blockY, arith::ConstantIndexOp::create(o, l, kTile));
+      return std::make_tuple(Value(), row0, M);
+    };
+    g.loadA = loadA;
+    g.loadW = [W, group](OpBuilder &o, Location l, Value col, Value d) {
+      return memref::LoadOp::create(o, l, W, ValueRange{*group, col, d}).getResult();
+    };
+    g.store = store;
+    buildTiledGemm(t, loc, g);
+  }
+  if (!warpBelow)
+    return;
+  OpBuilder e = OpBuilder::atBlockBegin(choice.elseBlock());
+  WarpGemv g;
+  g.M = M;
+  g.N = N;
+  g.K = K;
+  g.gridZ = G;
+  g.prologue = prologue;
+  g.loadA = loadA;
+  g.loadW = [W, group](OpBuilder &o, Location l, Value, Value col, Value d) {
+    return memref::LoadOp::create(o, l, W, ValueRange{*group, col, d}).getResult();
+  };
+  g.store = store;
+  buildWarpGemv(e, loc, g);
+}
+
 struct GpuTiledMatmulPass : impl::GpuTiledMatmulBase<GpuTiledMatmulPass> {
   using GpuTiledMatmulBase::GpuTiledMatmulBase;
   void runOnOperation() override {
-    SmallVector<linalg::GenericOp> matmuls;
+    SmallVector<linalg::GenericOp> matmuls, grouped;
     getOperation().walk([&](linalg::GenericOp g) {
-      if (!g->getParentOfType<gpu::GPUModuleOp>() && !g->getParentOfType<gpu::LaunchOp>() && isRowsTimesTransposed(g))
+      if (g->getParentOfType<gpu::GPUModuleOp>() || g->getParentOfType<gpu::LaunchOp>())
+        return;
+      if (isRowsTimesTransposed(g))
         matmuls.push_back(g);
+      else if (isGroupedRowsTimesTransposed(g))
+        grouped.push_back(g);
     });
+    for (linalg::GenericOp g : grouped) {
+      OpBuilder b(g);
+      // Batch-invariant: below min-rows the generic stays (one order of sums).
+      buildGroupedKernels(b, g.getLoc(), g.getDpsInputs()[0], g.getDpsInputs()[1], g.getDpsInits()[0], minRows,
+                          /*warpBelow=*/!batchInvariant);
+      if (batchInvariant) {
+        auto choice = llvm::cast<scf::IfOp>(g->getPrevNode());
+        g->moveBefore(choice.elseBlock()->getTerminator());
+        continue;
+      }
+      g.erase();
+    }
     for (linalg::GenericOp g : matmuls) {
       OpBuilder b(g);
       Location loc = g.getLoc();

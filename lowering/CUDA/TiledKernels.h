@@ -24,6 +24,10 @@ constexpr int64_t kTile = 64;
 /// outputs a thread), each output's products added in the order of d.
 struct TiledGemm {
   Value gridX, gridY;  // host values: blocks along the columns and the rows
+  Value gridZ;         // host value: independent products (null: one)
+  /// At the kernel's start, with blockIdx.z (a batch index, for the
+  /// callbacks to capture); may be empty.
+  std::function<void(OpBuilder &, Location, Value blockZ)> prologue;
   Value N, K;          // host values: columns, reduction depth
   /// At the block's start, from blockIdx.y: whether the block has work (a
   /// null Value: always), its first row and the end of its rows.
@@ -38,6 +42,8 @@ void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g);
 /// partial sums added with xor shuffles; lane 0 stores.
 struct WarpGemv {
   Value M, N, K;  // host values
+  Value gridZ;    // host value: independent products (null: one)
+  std::function<void(OpBuilder &, Location, Value blockZ)> prologue;
   std::function<Value(OpBuilder &, Location, Value r, Value d)> loadA;
   std::function<Value(OpBuilder &, Location, Value r, Value col, Value d)> loadW;
   std::function<void(OpBuilder &, Location, Value r, Value col, Value sum)> store;

@@ -63,8 +63,34 @@ func.func @row_max(%x: memref<?x?xf32>, %m: memref<?xf32>) {
 
 // -----
 
-// Float sums keep their order: left as they are. So are reductions whose
-// output is not indexed by the parallel dimensions alone.
+// A float sum of a static length from 1,024 (an RMSNorm over the model
+// width): a block per output too, from 0.0.
+// CHECK-LABEL: func.func @long_sum
+// CHECK: gpu.launch
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %cst
+// CHECK: arith.addf
+// CHECK-COUNT-5: gpu.shuffle  xor
+// CHECK-NOT: linalg.generic
+#x = affine_map<(t, j) -> (t, j)>
+#t = affine_map<(t, j) -> (t)>
+func.func @long_sum(%x: memref<?x5120xf32>, %s: memref<?xf32>) {
+  linalg.generic {indexing_maps = [#x, #t], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<?x5120xf32>) outs(%s : memref<?xf32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %sq = arith.mulf %v, %v : f32
+    %r = arith.addf %acc, %sq : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// Shorter or dynamic float sums keep their order: left as they are. So are
+// reductions whose output is not indexed by the parallel dimensions alone.
+// CHECK-LABEL: func.func @short_sum
+// CHECK: linalg.generic
+// CHECK-NOT: gpu.launch
 // CHECK-LABEL: func.func @float_sum
 // CHECK: linalg.generic
 // CHECK-NOT: gpu.launch
@@ -73,6 +99,15 @@ func.func @row_max(%x: memref<?x?xf32>, %m: memref<?xf32>) {
 // CHECK-NOT: gpu.launch
 #x = affine_map<(t, j) -> (t, j)>
 #t = affine_map<(t, j) -> (t)>
+func.func @short_sum(%x: memref<?x512xf32>, %s: memref<?xf32>) {
+  linalg.generic {indexing_maps = [#x, #t], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<?x512xf32>) outs(%s : memref<?xf32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %r = arith.addf %acc, %v : f32
+    linalg.yield %r : f32
+  }
+  return
+}
 func.func @float_sum(%x: memref<?x?xf32>, %s: memref<?xf32>) {
   linalg.generic {indexing_maps = [#x, #t], iterator_types = ["parallel", "reduction"]}
       ins(%x : memref<?x?xf32>) outs(%s : memref<?xf32>) {

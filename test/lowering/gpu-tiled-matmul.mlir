@@ -68,3 +68,39 @@ func.func @other(%x: memref<?x128xf32>, %w: memref<128x96xf32>, %y: memref<?x96x
   }
   return
 }
+
+// -----
+
+// V4's grouped output projection C[t, g, o] += A[t, g, d] * W[g, o, d]: the
+// same two kernels with a group per blockIdx.z.
+// CHECK-LABEL: func.func @grouped
+// CHECK: %[[G:.*]] = memref.dim %arg1, %c0
+// CHECK: scf.if
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}}, {{.*}}, %{{.*}} = %[[G]]) {{.*}} workgroup(
+// CHECK: memref.load %arg0[%{{.*}}, %{{.*}}, %{{.*}}]
+// CHECK: memref.load %arg1[%{{.*}}, %{{.*}}, %{{.*}}]
+// CHECK: gpu.barrier
+// CHECK: memref.store {{.*}}, %arg2[
+// CHECK: } else {
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}}, {{.*}}, %{{.*}} = %[[G]])
+// CHECK-COUNT-5: gpu.shuffle  xor
+// CHECK-NOT: linalg.generic
+// INVARIANT-LABEL: func.func @grouped
+// INVARIANT: gpu.launch
+// INVARIANT: gpu.terminator
+// INVARIANT-NEXT: }
+// INVARIANT-NEXT: } else {
+// INVARIANT-NEXT: linalg.generic
+#ga = affine_map<(t, g, o, d) -> (t, g, d)>
+#gw = affine_map<(t, g, o, d) -> (g, o, d)>
+#gc = affine_map<(t, g, o, d) -> (t, g, o)>
+func.func @grouped(%x: memref<?x8x64xf32>, %w: memref<8x32x64xf32>, %y: memref<?x8x32xf32>) {
+  linalg.generic {indexing_maps = [#ga, #gw, #gc], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<?x8x64xf32>, memref<8x32x64xf32>) outs(%y : memref<?x8x32xf32>) {
+  ^bb0(%in: f32, %in_0: f32, %out: f32):
+    %0 = arith.mulf %in, %in_0 : f32
+    %1 = arith.addf %out, %0 : f32
+    linalg.yield %1 : f32
+  }
+  return
+}
