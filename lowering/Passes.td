@@ -203,6 +203,25 @@ def GpuBlockReduce : Pass<"dsf-gpu-block-reduce", "::mlir::ModuleOp"> {
                            "::mlir::memref::MemRefDialect", "::mlir::affine::AffineDialect"];
 }
 
+def GpuBatchedContraction : Pass<"dsf-gpu-batched-contraction", "::mlir::ModuleOp"> {
+  let summary = "Run per-token products against gathered rows as the tiled GEMM kernel";
+  let description = [{
+    Rewrites each bufferized `linalg.generic` of the form
+    C[b, m, n] += A[b, m, k] * X(b, n, k) (loops b, m, n parallel, k a
+    reduction; A an input indexed (b, m, k); X whatever the body computes
+    from the other inputs and the indices without m: a row of a cache picked
+    by a selection, a band of the window, a key) into the tiled GEMM kernel
+    of dsf-gpu-tiled-matmul with blockIdx.z = b: A's rows and X's columns
+    staged in shared memory, X's computation cloned into the staging loads.
+    Attention's logits and outputs and the indexer's dots take this form.
+    Every output adds its products in the order of k, as the generic does
+    (from zero, then onto C): the same results when C starts at zero, as
+    dsf-to-linalg's products do.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect", "::mlir::affine::AffineDialect"];
+}
+
 def GpuFuseSinkhorn : Pass<"dsf-gpu-fuse-sinkhorn", "::mlir::ModuleOp"> {
   let summary = "Run each Sinkhorn helper as one kernel, a thread per token";
   let description = [{
