@@ -111,6 +111,8 @@ struct GpuBlockReducePass : impl::GpuBlockReduceBase<GpuBlockReducePass> {
     Value identity;
     if (type.isInteger(32))
       identity = arith::ConstantIntOp::create(k, loc, 0, 32);
+    else if (llvm::isa<arith::AddFOp>(combineOp))
+      identity = arith::ConstantFloatOp::create(k, loc, k.getF32Type(), APFloat(0.0f));
     else {
       bool isMax = llvm::isa<arith::MaximumFOp, arith::MaxNumFOp>(combineOp);
       identity = arith::ConstantFloatOp::create(k, loc, k.getF32Type(),

@@ -67,7 +67,8 @@ func.func @row_max(%x: memref<?x?xf32>, %m: memref<?xf32>) {
 // width): a block per output too, from 0.0.
 // CHECK-LABEL: func.func @long_sum
 // CHECK: gpu.launch
-// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %cst
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[ZERO]])
 // CHECK: arith.addf
 // CHECK-COUNT-5: gpu.shuffle  xor
 // CHECK-NOT: linalg.generic
