@@ -29,6 +29,7 @@ prepare)
   build/bin/dsf-compile models/deepseek-v4-tiny --no-kv-quant --target=cuda -o $G/v4cuda.dsfa
   build/bin/dsf-compile models/deepseek-v4-tiny --no-kv-quant --target=cpu -o $G/v4cpu.dsfa
   build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cuda -o $G/v4small-cuda.dsfa
+  build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cpu -o $G/v4small-cpu.dsfa
   # The tiny V4.1 with 65,536 positions, for the 32K-prefix tiers benchmark.
   mkdir -p build/tiny-64k
   python3 -c "import json; c = json.load(open('models/deepseek-v4.1-tiny/config.json')); c['max_position_embeddings'] = 65536; json.dump(c, open('build/tiny-64k/config.json', 'w'), indent=1)"
@@ -89,6 +90,15 @@ PY
   done
   $R $G/v4cuda.dsfa --weights test/golden/v4-tiny/weights.safetensors --prompt-ids @/tmp/v4pre --then-ids @/tmp/v4rest --dump-logits $OUT/v4inc.logits
   $C $OUT/v4inc.logits --golden test/golden/v4-tiny/io.safetensors --key logits_incremental --row 1 --max-rel 1e-4 --min-argmax 100 || true
+  # The small V4 (D 1024: the block-per-output float sums, 16 experts:
+  # grouped GEMMs at 128 rows) on the GPU against the CPU, random weights.
+  python3 tools/scripts/dsfa_tool.py random-weights $G/v4small-cpu.dsfa $OUT/small.safetensors
+  python3 -c "import random; random.seed(4); ids = [str(random.randrange(4096)) for _ in range(72)]; open('/tmp/small-ids', 'w').write(','.join(ids)); open('/tmp/small-pre', 'w').write(','.join(ids[:64])); open('/tmp/small-rest', 'w').write(','.join(ids[64:]))"
+  $R $G/v4small-cpu.dsfa --weights $OUT/small.safetensors --prompt-ids @/tmp/small-ids --dump-logits $OUT/small-cpu.logits
+  $R $G/v4small-cuda.dsfa --weights $OUT/small.safetensors --prompt-ids @/tmp/small-ids --dump-logits $OUT/small-cuda.logits
+  $C $OUT/small-cuda.logits --against $OUT/small-cpu.logits --max-rel 1e-4 --min-argmax 100 || true
+  $R $G/v4small-cuda.dsfa --weights $OUT/small.safetensors --prompt-ids @/tmp/small-pre --then-ids @/tmp/small-rest --dump-logits $OUT/small-dec.logits
+  $C $OUT/small-dec.logits --against $OUT/small-cpu.logits --max-rel 1e-4 --min-argmax 100 || true
   compute-sanitizer --tool memcheck --print-limit 5 $R $G/cuda.dsfa --weights $G/weights.safetensors \
     --prompt-ids 1,2,3,4,5,6,7,8,9 --then-ids 10,11,12 --max-new-tokens 2 | tail -2
   } 2>&1 | tee -a $log

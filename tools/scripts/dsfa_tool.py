@@ -158,7 +158,7 @@ def main():
         out, rest = sys.argv[3], sys.argv[4:]
         opts = {rest[i]: rest[i + 1] for i in range(0, len(rest), 2)}
         rng = np.random.default_rng(11)
-        tensors = {}
+        tensors, integral = {}, set()
         for entry in manifest(data)["entry_points"]:
             for w in entry["weights"]:
                 shape = w["shape"]
@@ -167,8 +167,18 @@ def main():
                         tensors[w["expert_names"].replace("{e}", str(e))] = shape[1:]
                 else:
                     tensors[w["name"]] = shape
+                    if w["dtype"] != "f32":
+                        integral.add(w["name"])
         arrays = {}
         for name, shape in tensors.items():
+            if name in integral:
+                # A hash router's table (token -> its experts): distinct
+                # experts of the layer's gate, per row.
+                gate = tensors.get(name.rsplit(".", 1)[0] + ".weight")
+                experts = gate[0] if gate else 1
+                order = np.argsort(rng.random((int(np.prod(shape[:-1])), max(experts, shape[-1]))), axis=1)
+                arrays[name] = (order[:, :shape[-1]] % experts).reshape(shape).astype(np.int32)
+                continue
             if name.endswith("norm.weight") or name.endswith("_norm.weight"):
                 a = 1 + 0.1 * rng.standard_normal(shape)
             else:
