@@ -216,8 +216,10 @@ def GpuBatchedContraction : Pass<"dsf-gpu-batched-contraction", "::mlir::ModuleO
     Attention's logits and outputs and the indexer's dots take this form.
     Every output adds its products in the order of k, as the generic does
     (from zero, then onto C): the same results when C starts at zero, as
-    dsf-to-linalg's products do.
+    dsf-to-linalg's products do. Products of a static number of rows m below
+    `min-rows` (a few heads) stay generics: a 64-row tile would mostly idle.
   }];
+  let options = [Option<"minRows", "min-rows", "int64_t", "16", "Static rows (heads) from which the tiled kernel runs">];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::affine::AffineDialect"];
 }

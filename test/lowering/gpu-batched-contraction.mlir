@@ -75,3 +75,23 @@ func.func @depends_on_row(%q: memref<?x32x128xf32>, %w: memref<32x128xf32>, %dot
   }
   return
 }
+
+// -----
+
+// Four heads (the tiny models): a 64-row tile would mostly idle; left alone.
+// CHECK-LABEL: func.func @few_heads
+// CHECK: linalg.generic
+// CHECK-NOT: gpu.launch
+#q = affine_map<(t, h, j, d) -> (t, h, d)>
+#k = affine_map<(t, h, j, d) -> (j, d)>
+#out = affine_map<(t, h, j, d) -> (t, h, j)>
+func.func @few_heads(%q: memref<?x4x128xf32>, %keys: memref<?x128xf32>, %dots: memref<?x4x?xf32>) {
+  linalg.generic {indexing_maps = [#q, #k, #out], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %keys : memref<?x4x128xf32>, memref<?x128xf32>) outs(%dots : memref<?x4x?xf32>) {
+  ^bb0(%a: f32, %k: f32, %acc: f32):
+    %p = arith.mulf %a, %k : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
