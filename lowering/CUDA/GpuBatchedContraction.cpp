@@ -113,29 +113,17 @@ struct GpuBatchedContractionPass : impl::GpuBatchedContractionBase<GpuBatchedCon
     linalg::GenericOp g = c.generic;
     OpBuilder b(g);
     Location loc = g.getLoc();
-    auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
-    SmallVector<Range, 4> ranges = llvm::cast<linalg::LinalgOp>(g.getOperation()).createLoopRanges(b, loc);
-    SmallVector<Value> extents;
-    for (const Range &r : ranges)
-      extents.push_back(getValueOrCreateConstantIndexOp(b, loc, r.size));
-    auto ceilDiv = [&](Value x, int64_t by) {
-      return arith::DivUIOp::create(b, loc, arith::AddIOp::create(b, loc, x, idx(by - 1)), idx(by)).getResult();
-    };
-    Block &body = g.getRegion().front();
+    SmallVector<Value> extents = loopExtents(b, loc, g);
     Value A = c.rows->get(), C = g.getDpsInits()[0];
     auto batch = std::make_shared<Value>();
     TiledGemm gemm;
-    gemm.gridX = ceilDiv(extents[2], kTile);
-    gemm.gridY = ceilDiv(extents[1], kTile);
+    gemm.gridX = ceilDiv(b, loc, extents[2], kTile);
+    gemm.gridY = ceilDiv(b, loc, extents[1], kTile);
     gemm.gridZ = extents[0];
     gemm.N = extents[2];
     gemm.K = extents[3];
-    Value M = extents[1];
     gemm.prologue = [batch](OpBuilder &, Location, Value z) { *batch = z; };
-    gemm.rows = [M](OpBuilder &o, Location l, Value blockY) {
-      Value row0 = arith::MulIOp::create(o, l, blockY, arith::ConstantIndexOp::create(o, l, kTile));
-      return std::make_tuple(Value(), row0, M);
-    };
+    gemm.rows = tileRowsUpTo(extents[1]);
     gemm.loadA = [A, batch](OpBuilder &o, Location l, Value r, Value d) {
       return memref::LoadOp::create(o, l, A, ValueRange{*batch, r, d}).getResult();
     };
@@ -143,26 +131,8 @@ struct GpuBatchedContractionPass : impl::GpuBatchedContractionBase<GpuBatchedCon
       Value zero = arith::ConstantIndexOp::create(o, l, 0);
       SmallVector<Value> at{*batch, zero, col, d};  // m is not used
       IRMapping m;
-      for (OpOperand *input : g.getDpsInputOperands()) {
-        BlockArgument arg = body.getArgument(input->getOperandNumber());
-        if (arg.use_empty() || input == c.rows)
-          continue;
-        if (!llvm::isa<MemRefType>(input->get().getType())) {
-          m.map(arg, input->get());
-          continue;
-        }
-        SmallVector<Value> coords;
-        for (AffineExpr e : g.getMatchingIndexingMap(input).getResults())
-          coords.push_back(affine::AffineApplyOp::create(o, l, AffineMap::get(4, 0, e), at));
-        m.map(arg, memref::LoadOp::create(o, l, input->get(), coords));
-      }
-      for (Operation *op : c.slice) {
-        if (auto index = llvm::dyn_cast<linalg::IndexOp>(op)) {
-          m.map(index.getResult(), at[index.getDim()]);
-          continue;
-        }
-        o.clone(*op, m);
-      }
+      mapInputsAt(o, l, g, at, m, /*skip=*/c.rows);
+      cloneAt(o, c.slice, at, m);
       return m.lookupOrDefault(c.columnValue);
     };
     gemm.store = [C, batch](OpBuilder &o, Location l, Value r, Value col, Value sum) {

@@ -11,6 +11,7 @@
 // in another order than the CPU's, the same for any number of tokens.
 //
 //===----------------------------------------------------------------------===//
+#include "lowering/CUDA/TiledKernels.h"
 #include "lowering/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -77,11 +78,8 @@ struct GpuBlockReducePass : impl::GpuBlockReduceBase<GpuBlockReducePass> {
     Location loc = g.getLoc();
     MLIRContext *ctx = b.getContext();
     auto idx = [&](OpBuilder &o, int64_t v) { return arith::ConstantIndexOp::create(o, loc, v).getResult(); };
-    SmallVector<Range, 4> ranges = llvm::cast<linalg::LinalgOp>(g.getOperation()).createLoopRanges(b, loc);
     unsigned parallel = g.getNumParallelLoops(), loops = g.getNumLoops();
-    SmallVector<Value> extents;
-    for (const Range &r : ranges)
-      extents.push_back(getValueOrCreateConstantIndexOp(b, loc, r.size));
+    SmallVector<Value> extents = loopExtents(b, loc, g);
     Value outputs = idx(b, 1), points = idx(b, 1);
     for (unsigned i = 0; i < loops; ++i)
       (i < parallel ? outputs : points) = arith::MulIOp::create(b, loc, i < parallel ? outputs : points, extents[i]);
@@ -128,27 +126,12 @@ struct GpuBlockReducePass : impl::GpuBlockReduceBase<GpuBlockReducePass> {
             r = arith::DivUIOp::create(o, l, r, extents[i]);
           }
           IRMapping m;
-          for (OpOperand *input : g.getDpsInputOperands()) {
-            AffineMap map = g.getMatchingIndexingMap(input);
-            BlockArgument arg = body.getArgument(input->getOperandNumber());
-            if (!llvm::isa<MemRefType>(input->get().getType())) {
-              m.map(arg, input->get());
-              continue;
-            }
-            SmallVector<Value> coords;
-            for (AffineExpr e : map.getResults())
-              coords.push_back(affine::AffineApplyOp::create(o, l, AffineMap::get(loops, 0, e), at));
-            m.map(arg, memref::LoadOp::create(o, l, input->get(), coords));
-          }
-          for (Operation &op : body.without_terminator()) {
-            if (&op == combineOp)
-              continue;
-            if (auto index = llvm::dyn_cast<linalg::IndexOp>(op)) {
-              m.map(index.getResult(), at[index.getDim()]);
-              continue;
-            }
-            o.clone(op, m);
-          }
+          mapInputsAt(o, l, g, at, m);
+          SmallVector<Operation *> ops;
+          for (Operation &op : body.without_terminator())
+            if (&op != combineOp)
+              ops.push_back(&op);
+          cloneAt(o, ops, at, m);
           BlockArgument out = body.getArguments().back();
           Value value = m.lookup(combineOp->getOperand(0) == out ? combineOp->getOperand(1) : combineOp->getOperand(0));
           scf::YieldOp::create(o, l, combine(o, acc[0], value));
@@ -181,9 +164,7 @@ struct GpuBlockReducePass : impl::GpuBlockReduceBase<GpuBlockReducePass> {
       OpBuilder rt = read.getThenBodyBuilder();
       scf::YieldOp::create(rt, loc, memref::LoadOp::create(rt, loc, partials, ValueRange{lane}).getResult());
       OpBuilder re = read.getElseBodyBuilder();
-      Value id2 = type.isInteger(32) ? arith::ConstantIntOp::create(re, loc, 0, 32).getResult()
-                                     : re.clone(*identity.getDefiningOp())->getResult(0);
-      scf::YieldOp::create(re, loc, id2);
+      scf::YieldOp::create(re, loc, re.clone(*identity.getDefiningOp())->getResult(0));
       Value total = warpReduce(t, read.getResult(0));
       auto write = scf::IfOp::create(t, loc, TypeRange{}, isZero(t, lane), false);
       OpBuilder w = write.getThenBodyBuilder();

@@ -157,13 +157,9 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
                                                         perm, ValueRange{toIndex(o, slot)});
                               });
       TiledGemm gemm;
-      auto ceilDiv = [&](Value x, int64_t by) {
-        return arith::DivUIOp::create(t, loc, arith::AddIOp::create(t, loc, x, idx(t, by - 1)), idx(t, by))
-            .getResult();
-      };
-      gemm.gridX = ceilDiv(N, kTile);
+      gemm.gridX = ceilDiv(t, loc, N, kTile);
       // At most one partial tile per expert beyond the full ones.
-      gemm.gridY = arith::AddIOp::create(t, loc, ceilDiv(rows, kTile), E);
+      gemm.gridY = arith::AddIOp::create(t, loc, ceilDiv(t, loc, rows, kTile), E);
       gemm.N = N;
       gemm.K = K;
       auto expert = std::make_shared<Value>();

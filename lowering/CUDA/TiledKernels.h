@@ -1,15 +1,21 @@
 //===- TiledKernels.h - the GEMM kernels that CUDA passes build -----------===//
 //
-// Two kernel builders shared by dsf-gpu-tiled-matmul (projections) and
-// dsf-gpu-grouped-experts (routed experts): what a kernel reads and writes
-// comes as callbacks that build IR inside it, so one tiling serves a plain
-// C += A W^T and an expert's rows gathered through a permutation.
+// The kernel builders shared by the CUDA passes (dsf-gpu-tiled-matmul,
+// dsf-gpu-grouped-experts, dsf-gpu-batched-contraction): what a kernel
+// reads and writes comes as callbacks that build IR inside it, so one tiling
+// serves a plain C += A W^T, an expert's rows gathered through a permutation
+// and a token's gathered cache rows. Also the helpers that evaluate a
+// generic's body inside a kernel (dsf-gpu-block-reduce,
+// dsf-gpu-batched-contraction).
 //
 //===----------------------------------------------------------------------===//
 #ifndef DSF_LOWERING_CUDA_TILEDKERNELS_H
 #define DSF_LOWERING_CUDA_TILEDKERNELS_H
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 
 #include <functional>
 #include <tuple>
@@ -18,6 +24,15 @@ namespace mlir::dsf {
 
 /// Rows, columns and depths of a tile of the tiled kernel.
 constexpr int64_t kTile = 64;
+
+/// ceil(x / by) of an index value.
+Value ceilDiv(OpBuilder &b, Location loc, Value x, int64_t by);
+
+/// At a block's start, from blockIdx.y: whether the block has work (a null
+/// Value: always), its first row and the end of its rows.
+using TileRows = std::function<std::tuple<Value, Value, Value>(OpBuilder &, Location, Value blockY)>;
+/// Block y's rows are [64 y, M): every row once, no expert grouping.
+TileRows tileRowsUpTo(Value M);
 
 /// C[r, col] <- sum over d < K of A[r, d] * W[col, d], as 64 x 64 tiles of C
 /// (blocks of 256 threads, 16-deep slices staged in shared memory, 4 x 4
@@ -29,9 +44,7 @@ struct TiledGemm {
   /// callbacks to capture); may be empty.
   std::function<void(OpBuilder &, Location, Value blockZ)> prologue;
   Value N, K;          // host values: columns, reduction depth
-  /// At the block's start, from blockIdx.y: whether the block has work (a
-  /// null Value: always), its first row and the end of its rows.
-  std::function<std::tuple<Value, Value, Value>(OpBuilder &, Location, Value blockY)> rows;
+  TileRows rows;
   std::function<Value(OpBuilder &, Location, Value r, Value d)> loadA;    // r < row end, d < K
   std::function<Value(OpBuilder &, Location, Value col, Value d)> loadW;  // col < N, d < K
   std::function<void(OpBuilder &, Location, Value r, Value col, Value sum)> store;
@@ -49,6 +62,30 @@ struct WarpGemv {
   std::function<void(OpBuilder &, Location, Value r, Value col, Value sum)> store;
 };
 void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g);
+
+/// A product whose W does not depend on the row: rows r < M, columns
+/// col < N, depth K, optionally batched on blockIdx.z.
+struct Product {
+  Value M, N, K, gridZ;  // host values (gridZ null: one)
+  std::function<void(OpBuilder &, Location, Value blockZ)> prologue;
+  std::function<Value(OpBuilder &, Location, Value r, Value d)> loadA;
+  std::function<Value(OpBuilder &, Location, Value col, Value d)> loadW;
+  std::function<void(OpBuilder &, Location, Value r, Value col, Value sum)> store;
+};
+/// An scf.if on M >= minRows: the tiled kernel, else (when `warpBelow`) a
+/// warp per output; without `warpBelow` the else branch is left empty for
+/// the caller.
+scf::IfOp buildProductKernels(OpBuilder &b, Location loc, const Product &p, int64_t minRows, bool warpBelow);
+
+/// The extents of a generic's loops, as index values.
+SmallVector<Value> loopExtents(OpBuilder &b, Location loc, linalg::GenericOp g);
+/// Maps each used body argument of g's inputs (but `skip`) to its value at
+/// iteration point `at`: loaded through the input's indexing map, or the
+/// scalar itself.
+void mapInputsAt(OpBuilder &b, Location loc, linalg::GenericOp g, ArrayRef<Value> at, IRMapping &m,
+                 OpOperand *skip = nullptr);
+/// Clones `ops` of a generic's body in order, linalg.index d becoming at[d].
+void cloneAt(OpBuilder &b, ArrayRef<Operation *> ops, ArrayRef<Value> at, IRMapping &m);
 
 } // namespace mlir::dsf
 

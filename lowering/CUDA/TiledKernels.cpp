@@ -1,0 +1,241 @@
+//===- TiledKernels.cpp - the kernel builders shared by CUDA passes -------===//
+//
+// The classic shared-memory tiled SIMT GEMM (64 x 64 tiles of C, 16-deep
+// slices of the reduction, 4 x 4 outputs a thread) and a warp-per-output
+// product for few rows, built directly as gpu.launch ops so that the rest of
+// the CUDA pipeline (outlining, NVVM, ptxas) treats them like any other
+// kernel; and the helpers that rewrite a generic's body into a kernel.
+// Tensor cores come after them: this is the f32 step that keeps every
+// numerics check as it is.
+//
+//===----------------------------------------------------------------------===//
+#include "lowering/CUDA/TiledKernels.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+
+namespace mlir::dsf {
+namespace {
+constexpr int64_t kDepth = 16, kThreads = 256, kPerThread = 4;
+} // namespace
+
+Value ceilDiv(OpBuilder &b, Location loc, Value x, int64_t by) {
+  auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
+  return arith::DivUIOp::create(b, loc, arith::AddIOp::create(b, loc, x, idx(by - 1)), idx(by)).getResult();
+}
+
+TileRows tileRowsUpTo(Value M) {
+  return [M](OpBuilder &o, Location l, Value blockY) {
+    Value row0 = arith::MulIOp::create(o, l, blockY, arith::ConstantIndexOp::create(o, l, kTile));
+    return std::make_tuple(Value(), row0, M);
+  };
+}
+
+void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
+  MLIRContext *ctx = b.getContext();
+  auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
+  Value one = idx(1);
+  auto shared = MemRefType::get({kDepth, kTile}, b.getF32Type(), MemRefLayoutAttrInterface{},
+                                gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+  auto launch = gpu::LaunchOp::create(b, loc, g.gridX, g.gridY, g.gridZ ? g.gridZ : one, idx(kThreads), one, one,
+                                      nullptr, nullptr, ValueRange{}, TypeRange{shared, shared});
+  Block &entry = launch.getBody().front();
+  OpBuilder k = OpBuilder::atBlockEnd(&entry);
+  if (g.prologue)
+    g.prologue(k, loc, launch.getBlockIds().z);
+  Value N = g.N, K = g.K;
+  Value valid, row0, rowEnd;
+  std::tie(valid, row0, rowEnd) = g.rows(k, loc, launch.getBlockIds().y);
+  if (valid) {
+    // The whole block takes the branch or not: the barriers inside stay
+    // uniform.
+    auto body = scf::IfOp::create(k, loc, TypeRange{}, valid, /*withElse=*/false);
+    k = body.getThenBodyBuilder();
+  }
+  auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(k, loc, v).getResult(); };
+  Value As = launch.getWorkgroupAttributions()[0], Ws = launch.getWorkgroupAttributions()[1];
+  Value tid = launch.getThreadIds().x;
+  Value col0 = arith::MulIOp::create(k, loc, launch.getBlockIds().x, c(kTile));
+  Value ty = arith::DivUIOp::create(k, loc, tid, c(kTile / kPerThread));
+  Value tx = arith::RemUIOp::create(k, loc, tid, c(kTile / kPerThread));
+  Value zero = arith::ConstantFloatOp::create(k, loc, k.getF32Type(), APFloat(0.0f));
+  auto lessThan = [&](OpBuilder &o, Value x, Value bound) {
+    return arith::CmpIOp::create(o, loc, arith::CmpIPredicate::ult, x, bound).getResult();
+  };
+  /// load(i, col) if i < bound and col < K, else 0.
+  auto guardedLoad = [&](OpBuilder &o, const std::function<Value(OpBuilder &, Location, Value, Value)> &load,
+                         Value i, Value bound, Value col) {
+    Value in = arith::AndIOp::create(o, loc, lessThan(o, i, bound), lessThan(o, col, K));
+    auto branch = scf::IfOp::create(o, loc, TypeRange{o.getF32Type()}, in, /*withElse=*/true);
+    OpBuilder t = branch.getThenBodyBuilder();
+    scf::YieldOp::create(t, loc, load(t, loc, i, col));
+    OpBuilder e = branch.getElseBodyBuilder();
+    scf::YieldOp::create(e, loc, zero);
+    return branch.getResult(0);
+  };
+
+  SmallVector<Value> init(kPerThread * kPerThread, zero);
+  auto slices = scf::ForOp::create(
+      k, loc, c(0), K, c(kDepth), init, [&](OpBuilder &o, Location l, Value k0, ValueRange acc) {
+        // Stage A's rows [row0, +64) and W's rows [col0, +64) at depths
+        // [k0, +16): consecutive threads read consecutive depths.
+        for (int64_t i = 0; i < kTile * kDepth / kThreads; ++i) {
+          Value e = arith::AddIOp::create(o, l, tid, arith::ConstantIndexOp::create(o, l, i * kThreads));
+          Value r = arith::DivUIOp::create(o, l, e, arith::ConstantIndexOp::create(o, l, kDepth));
+          Value dd = arith::RemUIOp::create(o, l, e, arith::ConstantIndexOp::create(o, l, kDepth));
+          Value gk = arith::AddIOp::create(o, l, k0, dd);
+          Value a = guardedLoad(o, g.loadA, arith::AddIOp::create(o, l, row0, r), rowEnd, gk);
+          memref::StoreOp::create(o, l, a, As, ValueRange{dd, r});
+          Value w = guardedLoad(o, g.loadW, arith::AddIOp::create(o, l, col0, r), N, gk);
+          memref::StoreOp::create(o, l, w, Ws, ValueRange{dd, r});
+        }
+        gpu::BarrierOp::create(o, l);
+        auto depth = scf::ForOp::create(
+            o, l, arith::ConstantIndexOp::create(o, l, 0), arith::ConstantIndexOp::create(o, l, kDepth),
+            arith::ConstantIndexOp::create(o, l, 1), acc, [&](OpBuilder &p, Location pl, Value dd, ValueRange sums) {
+              SmallVector<Value> av, wv, next;
+              for (int64_t i = 0; i < kPerThread; ++i) {
+                Value ri = arith::AddIOp::create(p, pl, arith::MulIOp::create(p, pl, ty, arith::ConstantIndexOp::create(p, pl, kPerThread)),
+                                                 arith::ConstantIndexOp::create(p, pl, i));
+                Value ci = arith::AddIOp::create(p, pl, arith::MulIOp::create(p, pl, tx, arith::ConstantIndexOp::create(p, pl, kPerThread)),
+                                                 arith::ConstantIndexOp::create(p, pl, i));
+                av.push_back(memref::LoadOp::create(p, pl, As, ValueRange{dd, ri}));
+                wv.push_back(memref::LoadOp::create(p, pl, Ws, ValueRange{dd, ci}));
+              }
+              for (int64_t i = 0; i < kPerThread; ++i)
+                for (int64_t j = 0; j < kPerThread; ++j)
+                  next.push_back(arith::AddFOp::create(p, pl, sums[i * kPerThread + j],
+                                                       arith::MulFOp::create(p, pl, av[i], wv[j])));
+              scf::YieldOp::create(p, pl, next);
+            });
+        gpu::BarrierOp::create(o, l);
+        scf::YieldOp::create(o, l, depth.getResults());
+      });
+  for (int64_t i = 0; i < kPerThread; ++i)
+    for (int64_t j = 0; j < kPerThread; ++j) {
+      Value r = arith::AddIOp::create(k, loc, arith::MulIOp::create(k, loc, ty, c(kPerThread)), c(i));
+      Value col = arith::AddIOp::create(k, loc, arith::MulIOp::create(k, loc, tx, c(kPerThread)), c(j));
+      r = arith::AddIOp::create(k, loc, row0, r);
+      col = arith::AddIOp::create(k, loc, col0, col);
+      Value in = arith::AndIOp::create(k, loc, lessThan(k, r, rowEnd), lessThan(k, col, N));
+      auto store = scf::IfOp::create(k, loc, TypeRange{}, in, /*withElse=*/false);
+      OpBuilder t = store.getThenBodyBuilder();
+      g.store(t, loc, r, col, slices.getResult(i * kPerThread + j));
+    }
+  OpBuilder end = OpBuilder::atBlockEnd(&entry);
+  gpu::TerminatorOp::create(end, loc);
+}
+
+void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g) {
+  auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
+  constexpr int64_t kWarp = 32, kWarps = kThreads / kWarp;
+  Value one = idx(1), N = g.N, K = g.K;
+  Value blocks = arith::DivUIOp::create(b, loc, arith::AddIOp::create(b, loc, N, idx(kWarps - 1)), idx(kWarps));
+  auto launch = gpu::LaunchOp::create(b, loc, blocks, g.M, g.gridZ ? g.gridZ : one, idx(kThreads), one, one);
+  OpBuilder k = OpBuilder::atBlockEnd(&launch.getBody().front());
+  if (g.prologue)
+    g.prologue(k, loc, launch.getBlockIds().z);
+  auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(k, loc, v).getResult(); };
+  Value tid = launch.getThreadIds().x;
+  Value lane = arith::RemUIOp::create(k, loc, tid, c(kWarp));
+  Value o = arith::AddIOp::create(k, loc, arith::MulIOp::create(k, loc, launch.getBlockIds().x, c(kWarps)),
+                                  arith::DivUIOp::create(k, loc, tid, c(kWarp)));
+  Value m = launch.getBlockIds().y;
+  auto inRange = scf::IfOp::create(k, loc, TypeRange{},
+                                   arith::CmpIOp::create(k, loc, arith::CmpIPredicate::ult, o, N), false);
+  OpBuilder t = inRange.getThenBodyBuilder();
+  Value zero = arith::ConstantFloatOp::create(t, loc, t.getF32Type(), APFloat(0.0f));
+  auto dot = scf::ForOp::create(t, loc, lane, K, arith::ConstantIndexOp::create(t, loc, kWarp), ValueRange{zero},
+                                [&](OpBuilder &p, Location l, Value d, ValueRange acc) {
+                                  Value a = g.loadA(p, l, m, d);
+                                  Value w = g.loadW(p, l, m, o, d);
+                                  scf::YieldOp::create(p, l, arith::AddFOp::create(p, l, acc[0],
+                                                                                    arith::MulFOp::create(p, l, a, w))
+                                                                 .getResult());
+                                });
+  Value sum = dot.getResult(0);
+  for (int32_t offset = kWarp / 2; offset > 0; offset /= 2) {
+    auto other = gpu::ShuffleOp::create(t, loc, sum, offset, int32_t(kWarp), gpu::ShuffleMode::XOR);
+    sum = arith::AddFOp::create(t, loc, sum, other.getShuffleResult());
+  }
+  Value first = arith::CmpIOp::create(t, loc, arith::CmpIPredicate::eq, lane, arith::ConstantIndexOp::create(t, loc, 0));
+  auto write = scf::IfOp::create(t, loc, TypeRange{}, first, false);
+  OpBuilder w = write.getThenBodyBuilder();
+  g.store(w, loc, m, o, sum);
+  gpu::TerminatorOp::create(k, loc);
+}
+
+scf::IfOp buildProductKernels(OpBuilder &b, Location loc, const Product &p, int64_t minRows, bool warpBelow) {
+  // The grids first: the branches use them.
+  Value gridX = ceilDiv(b, loc, p.N, kTile), gridY = ceilDiv(b, loc, p.M, kTile);
+  Value tiled = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, p.M,
+                                      arith::ConstantIndexOp::create(b, loc, minRows));
+  auto choice = scf::IfOp::create(b, loc, TypeRange{}, tiled, /*withElse=*/true);
+  OpBuilder t = choice.getThenBodyBuilder();
+  TiledGemm g;
+  g.gridX = gridX;
+  g.gridY = gridY;
+  g.gridZ = p.gridZ;
+  g.N = p.N;
+  g.K = p.K;
+  g.prologue = p.prologue;
+  g.rows = tileRowsUpTo(p.M);
+  g.loadA = p.loadA;
+  g.loadW = p.loadW;
+  g.store = p.store;
+  buildTiledGemm(t, loc, g);
+  if (!warpBelow)
+    return choice;
+  OpBuilder e = OpBuilder::atBlockBegin(choice.elseBlock());
+  WarpGemv w;
+  w.M = p.M;
+  w.N = p.N;
+  w.K = p.K;
+  w.gridZ = p.gridZ;
+  w.prologue = p.prologue;
+  w.loadA = p.loadA;
+  w.loadW = [loadW = p.loadW](OpBuilder &o, Location l, Value, Value col, Value d) { return loadW(o, l, col, d); };
+  w.store = p.store;
+  buildWarpGemv(e, loc, w);
+  return choice;
+}
+
+SmallVector<Value> loopExtents(OpBuilder &b, Location loc, linalg::GenericOp g) {
+  SmallVector<Value> extents;
+  for (const Range &r : llvm::cast<linalg::LinalgOp>(g.getOperation()).createLoopRanges(b, loc))
+    extents.push_back(getValueOrCreateConstantIndexOp(b, loc, r.size));
+  return extents;
+}
+
+void mapInputsAt(OpBuilder &b, Location loc, linalg::GenericOp g, ArrayRef<Value> at, IRMapping &m,
+                 OpOperand *skip) {
+  Block &body = g.getRegion().front();
+  for (OpOperand *input : g.getDpsInputOperands()) {
+    BlockArgument arg = body.getArgument(input->getOperandNumber());
+    if (input == skip || arg.use_empty())
+      continue;
+    if (!llvm::isa<MemRefType>(input->get().getType())) {
+      m.map(arg, input->get());
+      continue;
+    }
+    SmallVector<Value> coords;
+    for (AffineExpr e : g.getMatchingIndexingMap(input).getResults())
+      coords.push_back(affine::AffineApplyOp::create(b, loc, AffineMap::get(unsigned(at.size()), 0, e), at));
+    m.map(arg, memref::LoadOp::create(b, loc, input->get(), coords));
+  }
+}
+
+void cloneAt(OpBuilder &b, ArrayRef<Operation *> ops, ArrayRef<Value> at, IRMapping &m) {
+  for (Operation *op : ops) {
+    if (auto index = llvm::dyn_cast<linalg::IndexOp>(op))
+      m.map(index.getResult(), at[index.getDim()]);
+    else
+      b.clone(*op, m);
+  }
+}
+
+} // namespace mlir::dsf
