@@ -26,7 +26,10 @@ uint64_t checksum64(const void *data, size_t n, uint64_t seed) {
 
 namespace {
 constexpr char kRecordMagic[8] = {'D', 'S', 'F', 'K', 'V', 'B', 'L', 'K'};
-constexpr uint32_t kRecordVersion = 1;
+// Version 2: the header's flags (version 1 records may hold approximate
+// blocks unflagged, so they are not read).
+constexpr uint32_t kRecordVersion = 2;
+constexpr uint32_t kRecordApproximate = 1;   // computed after an approximate window rebuild
 constexpr size_t kRecordHeader = 72;   // 64 bytes of fields + their checksum
 constexpr const char *kRecordSuffix = ".kvb";
 
@@ -199,7 +202,9 @@ std::unique_ptr<PrefixStore> PrefixStore::open(const Options &options, const Man
   return store;
 }
 
-std::string PrefixStore::recordPath(uint64_t hash) const { return options_.dir + "/" + hex(hash) + kRecordSuffix; }
+std::string PrefixStore::recordName(uint64_t hash, bool approximate) const {
+  return hex(hash) + (approximate ? ".approx" : "") + kRecordSuffix;
+}
 
 void PrefixStore::extendChain(const std::vector<int32_t> &ids, std::vector<uint64_t> &chain, int64_t blocks) const {
   while (int64_t(chain.size()) < blocks) {
@@ -217,44 +222,48 @@ int64_t PrefixStore::bytes() const {
 }
 
 int64_t PrefixStore::restore(const std::vector<int32_t> &ids, std::vector<uint64_t> &hashes, int64_t maxTokens,
-                             Sequence &sequence, int64_t &bytes, std::vector<std::string> &warnings) {
+                             bool allowApproximate, Sequence &sequence, int64_t &bytes,
+                             std::vector<std::string> &warnings) {
   int64_t B = options_.blockTokens, blocks = std::min<int64_t>(maxTokens, int64_t(ids.size())) / B;
   extendChain(ids, hashes, blocks);
   std::map<std::string, StateTensor> state;
   for (const StateSlot &s : manifest_->state)
     state[s.name] = StateTensor{0, s.width, {}};
   int64_t found = 0;
+  bool approximate = false;
   std::vector<std::string> used;
-  for (int64_t k = 0; k < blocks; ++k) {
-    std::string path = recordPath(hashes[size_t(k)]), name = hex(hashes[size_t(k)]) + kRecordSuffix;
+  // Block k's record, exact or approximate: its deltas, or why not.
+  enum class Read { Missing, Rejected, Ok };
+  auto readBlock = [&](int64_t k, bool approx, std::map<std::string, StateTensor> &delta, std::string &data) {
+    std::string name = recordName(hashes[size_t(k)], approx), path = options_.dir + "/" + name;
     struct stat st;
     if (::stat(path.c_str(), &st) != 0)
-      break;
+      return Read::Missing;
     auto reject = [&](const std::string &why) {
       warnings.push_back(path + ": " + why + "; not used (recomputed)");
       ::unlink(path.c_str());
       index_.erase(name);
+      return Read::Rejected;
     };
     if (options_.ttlSeconds > 0 && nowSeconds() - int64_t(st.st_mtime) > options_.ttlSeconds) {
       ::unlink(path.c_str());   // expired: a miss, not a fault
       index_.erase(name);
-      break;
+      return Read::Missing;
     }
-    std::string data, error;
+    std::string error;
     if (!readWholeFile(path, data, error)) {
       warnings.push_back(error);
-      break;
+      return Read::Missing;
     }
-    // Header: magic, version, model, chain hashes, block, sizes, checksums.
-    uint32_t version = 0, reserved = 0, blockIndex = 0, blockTokens = 0;
+    // Header: magic, version, flags, model, chain hashes, block, sizes,
+    // checksums.
+    uint32_t version = 0, flags = 0, blockIndex = 0, blockTokens = 0;
     uint64_t model = 0, hash = 0, parent = 0, payloadBytes = 0, payloadSum = 0, headerSum = 0;
     size_t at = 8;
-    if (data.size() < kRecordHeader || std::memcmp(data.data(), kRecordMagic, 8) != 0) {
-      reject("not a prefix-cache record (bad magic or truncated header)");
-      break;
-    }
+    if (data.size() < kRecordHeader || std::memcmp(data.data(), kRecordMagic, 8) != 0)
+      return reject("not a prefix-cache record (bad magic or truncated header)");
     getValue(data, at, version);
-    getValue(data, at, reserved);
+    getValue(data, at, flags);
     getValue(data, at, model);
     getValue(data, at, hash);
     getValue(data, at, parent);
@@ -263,37 +272,27 @@ int64_t PrefixStore::restore(const std::vector<int32_t> &ids, std::vector<uint64
     getValue(data, at, payloadBytes);
     getValue(data, at, payloadSum);
     getValue(data, at, headerSum);
-    if (headerSum != checksum64(data.data(), 64)) {
-      reject("header checksum mismatch (corrupted)");
-      break;
-    }
-    if (version != kRecordVersion) {
-      reject("record format version " + std::to_string(version) + ", this runtime reads " +
-             std::to_string(kRecordVersion));
-      break;
-    }
+    if (headerSum != checksum64(data.data(), 64))
+      return reject("header checksum mismatch (corrupted)");
+    if (version != kRecordVersion)
+      return reject("record format version " + std::to_string(version) + ", this runtime reads " +
+                    std::to_string(kRecordVersion));
+    if (flags != (approx ? kRecordApproximate : 0u))
+      return reject(std::string("flagged ") + (flags & kRecordApproximate ? "approximate" : "exact") +
+                    " under the name of an " + (approx ? "approximate" : "exact") + " record");
     if (model != modelHash_ || hash != hashes[size_t(k)] || parent != (k ? hashes[size_t(k - 1)] : modelHash_) ||
-        blockIndex != uint32_t(k + 1) || blockTokens != uint32_t(B)) {
-      reject("a record of another model or prefix");
-      break;
-    }
-    if (data.size() != kRecordHeader + payloadBytes) {
-      reject("truncated (" + std::to_string(data.size()) + " bytes, expected " +
-             std::to_string(kRecordHeader + payloadBytes) + ")");
-      break;
-    }
-    if (payloadSum != checksum64(data.data() + kRecordHeader, payloadBytes)) {
-      reject("payload checksum mismatch (corrupted)");
-      break;
-    }
-    if (std::memcmp(data.data() + kRecordHeader, ids.data() + k * B, size_t(B) * 4) != 0) {
-      reject("holds other tokens (a hash collision)");
-      break;
-    }
+        blockIndex != uint32_t(k + 1) || blockTokens != uint32_t(B))
+      return reject("a record of another model or prefix");
+    if (data.size() != kRecordHeader + payloadBytes)
+      return reject("truncated (" + std::to_string(data.size()) + " bytes, expected " +
+                    std::to_string(kRecordHeader + payloadBytes) + ")");
+    if (payloadSum != checksum64(data.data() + kRecordHeader, payloadBytes))
+      return reject("payload checksum mismatch (corrupted)");
+    if (std::memcmp(data.data() + kRecordHeader, ids.data() + k * B, size_t(B) * 4) != 0)
+      return reject("holds other tokens (a hash collision)");
     at = kRecordHeader + size_t(B) * 4;
     uint32_t count = 0;
     getValue(data, at, count);
-    std::map<std::string, StateTensor> delta;
     bool ok = count == manifest_->state.size();
     std::string why = ok ? "" : "holds another set of state slots";
     for (uint32_t i = 0; ok && i < count; ++i) {
@@ -304,10 +303,24 @@ int64_t PrefixStore::restore(const std::vector<int32_t> &ids, std::vector<uint64
       ok = unpackState(slot, data, at, t, why);
       delta[slot.name] = std::move(t);
     }
-    if (!ok) {
-      reject(why);
-      break;
+    if (!ok)
+      return reject(why);
+    used.push_back(path);
+    return Read::Ok;
+  };
+  for (int64_t k = 0; k < blocks; ++k) {
+    std::map<std::string, StateTensor> delta;
+    std::string data;
+    Read read = readBlock(k, false, delta, data);
+    bool approx = false;
+    if (read != Read::Ok && allowApproximate) {
+      delta.clear();
+      approx = true;
+      read = readBlock(k, true, delta, data);
     }
+    if (read != Read::Ok)
+      break;
+    approximate |= approx;
     for (auto &[slotName, t] : delta) {
       const StateSlot *slot = manifest_->slot(slotName);
       StateTensor &acc = state[slotName];
@@ -319,7 +332,6 @@ int64_t PrefixStore::restore(const std::vector<int32_t> &ids, std::vector<uint64
       }
     }
     bytes += int64_t(data.size());
-    used.push_back(path);
     found = k + 1;
   }
   if (found == 0)
@@ -339,6 +351,7 @@ int64_t PrefixStore::restore(const std::vector<int32_t> &ids, std::vector<uint64
   }
   sequence.state = std::move(state);
   sequence.length = found * B;
+  sequence.approximate = approximate;
   return found * B;
 }
 
@@ -349,9 +362,10 @@ int64_t PrefixStore::persist(const std::vector<int32_t> &ids, std::vector<uint64
     return 0;
   int64_t k = end / B;
   extendChain(ids, hashes, k);
-  std::string path = recordPath(hashes[size_t(k - 1)]), name = hex(hashes[size_t(k - 1)]) + kRecordSuffix;
+  std::string name = recordName(hashes[size_t(k - 1)], sequence.approximate), path = options_.dir + "/" + name;
+  std::string exactPath = options_.dir + "/" + recordName(hashes[size_t(k - 1)], false);
   struct stat st;
-  if (::stat(path.c_str(), &st) == 0)
+  if (::stat(path.c_str(), &st) == 0 || ::stat(exactPath.c_str(), &st) == 0)
     return 0;   // there already (a bad one is removed when read, then rewritten)
   std::string payload;
   put(payload, ids.data() + (k - 1) * B, size_t(B) * 4);
@@ -380,7 +394,7 @@ int64_t PrefixStore::persist(const std::vector<int32_t> &ids, std::vector<uint64
   }
   std::string header(kRecordMagic, 8);
   putValue<uint32_t>(header, kRecordVersion);
-  putValue<uint32_t>(header, 0);
+  putValue<uint32_t>(header, sequence.approximate ? kRecordApproximate : 0u);
   putValue<uint64_t>(header, modelHash_);
   putValue<uint64_t>(header, hashes[size_t(k - 1)]);
   putValue<uint64_t>(header, k > 1 ? hashes[size_t(k - 2)] : modelHash_);
@@ -415,6 +429,12 @@ int64_t PrefixStore::persist(const std::vector<int32_t> &ids, std::vector<uint64
   }
   int64_t written = int64_t(header.size() + payload.size());
   index_[name] = {written, nowSeconds()};
+  if (!sequence.approximate) {
+    // An exact record supersedes an approximate one of the same block.
+    std::string approxName = recordName(hashes[size_t(k - 1)], true);
+    if (::unlink((options_.dir + "/" + approxName).c_str()) == 0)
+      index_.erase(approxName);
+  }
   evict(warnings);
   return written;
 }
@@ -441,6 +461,7 @@ void PrefixStore::evict(std::vector<std::string> &warnings) {
 std::string packSession(const Manifest &manifest, const std::vector<int32_t> &ids, const Sequence &sequence) {
   std::string packed;
   putValue<int64_t>(packed, sequence.length);
+  putValue<uint32_t>(packed, sequence.approximate ? 1u : 0u);
   putValue<uint64_t>(packed, ids.size());
   put(packed, ids.data(), ids.size() * sizeof(int32_t));
   // Every slot, packed (the bulk copy a device would make).
@@ -457,8 +478,9 @@ bool unpackSession(const Manifest &manifest, const std::string &packed, std::vec
   size_t at = 0;
   int64_t length = 0;
   uint64_t count = 0;
-  if (!getValue(packed, at, length) || !getValue(packed, at, count) || count > (packed.size() - at) / 4 ||
-      length < 0 || uint64_t(length) > count) {
+  uint32_t flags = 0;
+  if (!getValue(packed, at, length) || !getValue(packed, at, flags) || !getValue(packed, at, count) ||
+      count > (packed.size() - at) / 4 || length < 0 || uint64_t(length) > count || flags > 1) {
     error = "a malformed session header";
     return false;
   }
@@ -477,6 +499,7 @@ bool unpackSession(const Manifest &manifest, const std::string &packed, std::vec
     return false;
   }
   s.length = length;
+  s.approximate = flags & 1;
   ids = std::move(held);
   sequence = std::move(s);
   return true;

@@ -22,7 +22,8 @@
 namespace dsf::rt {
 namespace {
 constexpr char kMagic[8] = {'D', 'S', 'F', 'P', 'O', 'O', 'L', '1'};
-constexpr uint32_t kVersion = 1;
+// Version 2: a session's state says whether it is approximate (Sequence::approximate).
+constexpr uint32_t kVersion = 2;
 constexpr size_t kHeader = 48;
 
 struct ReplyDeleter {

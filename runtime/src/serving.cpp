@@ -23,6 +23,7 @@ std::string RequestStats::json() const {
                       {"ssd_hit_tokens", ssdTokens},
                       {"replayed_tokens", replayTokens},
                       {"computed_tokens", computedTokens},
+                      {"approximate", approximate},
                       {"host_bytes_read", hostBytesRead},
                       {"host_bytes_written", hostBytesWritten},
                       {"ssd_bytes_read", ssdBytesRead},
@@ -89,7 +90,7 @@ bool Server::request(const std::string &session, const std::vector<int32_t> &ids
     Sequence s;
     int64_t bytes = 0;
     auto t = std::chrono::steady_clock::now();
-    int64_t got = options_.store->restore(ids, chain, n - 1, s, bytes, stats.warnings);
+    int64_t got = options_.store->restore(ids, chain, n - 1, !options_.exactReplay, s, bytes, stats.warnings);
     stats.restoreSeconds = since(t);
     if (got > 0) {
       int64_t window = 0, layers = 0;
@@ -98,8 +99,8 @@ bool Server::request(const std::string &session, const std::vector<int32_t> &ids
           window = std::max(window, slot.windowSize);
           ++layers;
         }
-      int64_t tail = options_.exactReplay ? window + (layers - 1) * (window - 1) : window;
-      int64_t count = std::min(got, tail);
+      int64_t exactTail = window + (layers - 1) * (window - 1);
+      int64_t count = std::min(got, options_.exactReplay ? exactTail : window);
       std::vector<int32_t> replayed(ids.begin() + (got - count), ids.begin() + got);
       std::vector<float> ignored;
       int64_t firstRow = 0;
@@ -107,6 +108,10 @@ bool Server::request(const std::string &session, const std::vector<int32_t> &ids
       if (!model_.run("replay", replayed, s, ignored, firstRow, error))
         return false;
       stats.replaySeconds = since(t);
+      // A replay from the start or over the exact tail rebuilds the windows
+      // exactly (MODEL.md); a shorter one approximates them, and everything
+      // computed from them.
+      s.approximate |= count < std::min(got, exactTail);
       sequence = std::move(s);
       have = got;
       stats.ssdTokens = got;
@@ -168,6 +173,7 @@ bool Server::request(const std::string &session, const std::vector<int32_t> &ids
     persist();
   }
   stats.generatedTokens = int64_t(generated.size());
+  stats.approximate = sequence.approximate;
   if (options_.pool && !session.empty())
     stats.hostBytesWritten = options_.pool->put(session, tokens, sequence, stats.warnings);
   stats.seconds = since(start);

@@ -30,6 +30,11 @@ struct StateTensor {
 struct Sequence {
   int64_t length = 0;
   std::map<std::string, StateTensor> state;
+  /// Whether the state derives from an approximate window rebuild (a
+  /// bounded replay shorter than the exact tail, or records that did): every
+  /// row computed after it is approximate too, so the prefix store keeps
+  /// such blocks apart from exact ones (kv_tiers.h).
+  bool approximate = false;
   int64_t stateBytes() const {
     int64_t bytes = 0;
     for (const auto &[name, t] : state)

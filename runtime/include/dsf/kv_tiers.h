@@ -12,6 +12,11 @@
 //    that fails any check is skipped (and removed), never used. A byte bound
 //    evicts least recently used records; a TTL expires them; the directory is
 //    the index, so a restart (or another process) sees the same cache.
+//    Blocks computed after an approximate window rebuild are approximate:
+//    they are kept as separate records (`HASH.approx.kvb`, flagged in the
+//    header), never replace an exact record, and serve only requests that
+//    accept approximation, so that an exact request's result always equals
+//    a cold run's, whatever other requests and processes wrote.
 //  * HostPool: whole states of idle sessions (windows included), one packed
 //    buffer per session (one bulk copy each way), with a TTL and a byte
 //    bound. Two backends: this process's memory (the default), or a Redis
@@ -74,12 +79,16 @@ public:
   /// prefix length (0: nothing). `bytes` counts what was read; `warnings`
   /// says what was skipped and why.
   /// `chain` holds the chained hashes of ids' first blocks (see extendChain);
-  /// it is extended as far as the lookup needs.
+  /// it is extended as far as the lookup needs. With `allowApproximate`, a
+  /// block with no exact record may come from an approximate one (the
+  /// sequence is then marked approximate); without it, only exact records.
   int64_t restore(const std::vector<int32_t> &ids, std::vector<uint64_t> &chain, int64_t maxTokens,
-                  Sequence &sequence, int64_t &bytes, std::vector<std::string> &warnings);
+                  bool allowApproximate, Sequence &sequence, int64_t &bytes, std::vector<std::string> &warnings);
 
   /// Persists the block that ends at sequence.length (a multiple of the
-  /// block size), `ids` being the sequence's tokens. Skipped when present.
+  /// block size), `ids` being the sequence's tokens, as an approximate
+  /// record if the sequence is approximate. Skipped when that record, or an
+  /// exact one for the block, is present.
   /// Returns the bytes written; a failure (a full disk) is a warning, and
   /// persisting stops for this store.
   int64_t persist(const std::vector<int32_t> &ids, std::vector<uint64_t> &chain, const Sequence &sequence,
@@ -96,7 +105,7 @@ public:
 
 private:
   PrefixStore() = default;
-  std::string recordPath(uint64_t hash) const;
+  std::string recordName(uint64_t hash, bool approximate) const;
   void evict(std::vector<std::string> &warnings);
 
   Options options_;

@@ -28,6 +28,7 @@ struct RequestStats {
   int64_t ssdTokens = 0;        // prefix whose global KV came from the prefix store
   int64_t replayTokens = 0;     // tokens replayed to rebuild the windows
   int64_t computedTokens = 0;   // prompt tokens run through prefill / decode
+  bool approximate = false;     // the windows were rebuilt approximately (Sequence::approximate)
   int64_t hostBytesRead = 0, hostBytesWritten = 0, ssdBytesRead = 0, ssdBytesWritten = 0, blocksWritten = 0;
   double restoreSeconds = 0, replaySeconds = 0, firstTokenSeconds = 0, seconds = 0, savedSeconds = 0;
   std::vector<std::string> warnings;
