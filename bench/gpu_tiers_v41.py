@@ -41,19 +41,41 @@ env = dict(os.environ, CUDA_MODULE_LOADING="EAGER")
 artifact, BLOCK = artifact4k, 16
 
 
-def run(ids, *extra, stdin_lines=None, dump=None):
+def run(ids, *extra, stdin_lines=None, dump=None, host_decode=False):
     stats = os.path.join(work, "stats.json")
     cmd = [dsf_run, artifact, "--weights", weights, "--stats-json", stats, "--cache-block", str(BLOCK)] + list(extra)
     if dump:
         cmd += ["--dump-logits", dump]
+    run_env = dict(env, DSF_DECODE_ON_HOST="1") if host_decode else env
     if stdin_lines is None:
         subprocess.run(cmd + ["--prompt-ids", ",".join(map(str, ids)), "--session", "bench"], check=True,
-                       capture_output=True, env=env)
+                       capture_output=True, env=run_env)
     else:
         text = "\n".join(",".join(map(str, l)) for l in stdin_lines) + "\n"
         subprocess.run(cmd + ["--multi-turn", "--session", "bench"], input=text, text=True, check=True,
-                       capture_output=True, env=env)
+                       capture_output=True, env=run_env)
     return json.load(open(stats))
+
+
+def pinned_copy(nbytes):
+    """Seconds of one host-to-device copy of nbytes from pinned memory
+    (PyTorch, CUDA events): the floor of a bulk restore."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    src = torch.empty(nbytes, dtype=torch.uint8).pin_memory()
+    dst = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    best = None
+    for _ in range(20):
+        start.record()
+        dst.copy_(src, non_blocking=True)
+        stop.record()
+        stop.synchronize()
+        t = start.elapsed_time(stop) / 1e3
+        best = t if best is None else min(best, t)
+    return best
 
 
 rng = random.Random(7)
@@ -70,6 +92,10 @@ for prefix in [1024, 2048, 4064, 32752]:
     run(ids[:prefix], "--cache-dir", cache)
     exact = run(ids, "--cache-dir", cache, "--replay", "exact")[0]
     host = run(None, stdin_lines=[ids[:prefix], ids])[1]
+    # The same restores with the state decoded on the host and uploaded as
+    # f32 (the runtime's way before the device tier), in the same run.
+    approx_hd = run(ids, "--cache-dir", cache, host_decode=True)[0]
+    host_hd = run(None, stdin_lines=[ids[:prefix], ids], host_decode=True)[1]
     ttft.append((prefix, cold, approx, exact, host))
     files = [os.path.join(cache, f) for f in os.listdir(cache) if f.endswith(".kvb")]
     t0 = time.perf_counter()
@@ -80,7 +106,8 @@ for prefix in [1024, 2048, 4064, 32752]:
     for _ in range(10):
         buf.copy()
     copy_s = (time.perf_counter() - t0) / 10
-    restore.append((prefix, approx, host, read, read_s, copy_s))
+    pinned_s = pinned_copy(max(host["host_bytes_read"], 1))
+    restore.append((prefix, approx, host, read, read_s, copy_s, approx_hd, host_hd, pinned_s))
 
 artifact, BLOCK = artifact4k, 16
 ids = [rng.randrange(512) for _ in range(1024 + 32)]
@@ -125,11 +152,17 @@ lines = [
     "",
     "## Restore cost per tier, against this machine's floors",
     "",
-    "| prefix | store: bytes, s | page-cache read of the same files, s | host pool: bytes, s | memory copy of those bytes, s |",
-    "|---|---|---|---|---|",
-] + [f"| {p} | {a['ssd_bytes_read']:,}, {a['restore_seconds']:.5f} | {read_s:.5f} ({read:,} B) | "
-     f"{h['host_bytes_read']:,}, {h['restore_seconds']:.5f} | {copy_s:.6f} |"
-     for p, a, h, read, read_s, copy_s in restore] + [
+    "A restore is the tier's read and checks, one bulk copy of the packed bytes to the device and the runtime's "
+    "decoding kernel (`runtime/src/device/state_codecs.cu`), until the state is on the device; in brackets the "
+    "same restore decoded on the host and uploaded as f32 (DSF_DECODE_ON_HOST=1, the runtime's way before).",
+    "",
+    "| prefix | store: bytes, s (host decode) | page-cache read of the same files, s | host pool: bytes, s (host decode) "
+    "| memory copy of those bytes, s | pinned copy of those bytes to the device, s |",
+    "|---|---|---|---|---|---|",
+] + [f"| {p} | {a['ssd_bytes_read']:,}, {a['restore_seconds']:.5f} ({ahd['restore_seconds']:.5f}) | "
+     f"{read_s:.5f} ({read:,} B) | {h['host_bytes_read']:,}, {h['restore_seconds']:.5f} ({hhd['restore_seconds']:.5f}) | "
+     f"{copy_s:.6f} | {'%.6f' % pinned_s if pinned_s is not None else 'no torch'} |"
+     for p, a, h, read, read_s, copy_s, ahd, hhd, pinned_s in restore] + [
     "",
     "## Replay error: the 32 tokens after a 1,024-token prefix restored from the store",
     "",

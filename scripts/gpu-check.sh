@@ -99,8 +99,33 @@ PY
   $C $OUT/small-cuda.logits --against $OUT/small-cpu.logits --max-rel 1e-4 --min-argmax 100 || true
   $R $G/v4small-cuda.dsfa --weights $OUT/small.safetensors --prompt-ids @/tmp/small-pre --then-ids @/tmp/small-rest --dump-logits $OUT/small-dec.logits
   $C $OUT/small-dec.logits --against $OUT/small-cpu.logits --max-rel 1e-4 --min-argmax 100 || true
+  # The device tier (issue 6): a CUDA sequence's state stays on the device
+  # between calls, the tiers take host copies of it, and restored state is
+  # decoded on the device (one bulk copy, one kernel of the runtime's). On
+  # the batch-invariant artifact (one summation order for any number of
+  # rows), a follow-up restored from the store with the exact replay and a
+  # second turn from the host pool equal the cold run bit for bit, and
+  # decoding on the device equals decoding on the host bit for bit.
+  python3 -c "import random; random.seed(1); ids = [str(random.randrange(512)) for _ in range(160)]; open('/tmp/t160', 'w').write(','.join(ids)); open('/tmp/t150', 'w').write(','.join(ids[:150])); open('/tmp/tturns', 'w').write(','.join(ids[:150]) + '\n' + ','.join(ids) + '\n')"
+  I="$G/cuda-invariant.dsfa --weights $G/weights.safetensors"
+  rm -rf $OUT/kv
+  $R $I --prompt-ids @/tmp/t160 --dump-logits $OUT/t-cold.logits
+  $R $I --prompt-ids @/tmp/t150 --cache-dir $OUT/kv --cache-block 16
+  $R $I --prompt-ids @/tmp/t160 --cache-dir $OUT/kv --cache-block 16 --replay exact --stats --dump-logits $OUT/t-exact.logits
+  $C $OUT/t-exact.logits --against $OUT/t-cold.logits --exact || true
+  DSF_DECODE_ON_HOST=1 $R $I --prompt-ids @/tmp/t160 --cache-dir $OUT/kv --cache-block 16 --replay exact --dump-logits $OUT/t-exact-host.logits
+  $C $OUT/t-exact.logits --against $OUT/t-exact-host.logits --exact || true
+  $R $I --prompt-ids @/tmp/t160 --cache-dir $OUT/kv --cache-block 16 --stats --dump-logits $OUT/t-approx.logits
+  DSF_DECODE_ON_HOST=1 $R $I --prompt-ids @/tmp/t160 --cache-dir $OUT/kv --cache-block 16 --dump-logits $OUT/t-approx-host.logits
+  $C $OUT/t-approx.logits --against $OUT/t-approx-host.logits --exact || true
+  $R $I --multi-turn --session agent --stats --dump-logits $OUT/t-turns.logits < /tmp/tturns
+  $C $OUT/t-turns.logits --against $OUT/t-cold.logits --exact || true
+  DSF_DECODE_ON_HOST=1 $R $I --multi-turn --session agent --dump-logits $OUT/t-turns-host.logits < /tmp/tturns
+  $C $OUT/t-turns.logits --against $OUT/t-turns-host.logits --exact || true
   compute-sanitizer --tool memcheck --print-limit 5 $R $G/cuda.dsfa --weights $G/weights.safetensors \
     --prompt-ids 1,2,3,4,5,6,7,8,9 --then-ids 10,11,12 --max-new-tokens 2 | tail -2
+  compute-sanitizer --tool memcheck --print-limit 5 $R $I --prompt-ids @/tmp/t160 --cache-dir $OUT/kv \
+    --cache-block 16 --max-new-tokens 2 | tail -2
   } 2>&1 | tee -a $log
   ! grep -q "FAILED\|ERROR SUMMARY: [1-9]" $log
   ;;

@@ -25,6 +25,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "cuda_backend.h"
+#include "dsf/codecs.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -38,6 +39,12 @@
 #include <mutex>
 #include <set>
 #include <unordered_map>
+
+#if DSF_HAVE_DEVICE_CODECS
+extern "C" const unsigned char dsfStateCodecsFatbin[];   // src/device/state_codecs.cu, by nvcc
+#endif
+extern "C" void mgpuLaunchKernel(void *, intptr_t, intptr_t, intptr_t, intptr_t, intptr_t, intptr_t, int32_t, void *,
+                                 void **, void **, size_t);
 
 namespace dsf::rt::cuda {
 namespace {
@@ -381,6 +388,59 @@ bool copyToHost(void *host, const void *device, size_t bytes) {
   if (r != 0)
     record("copying " + std::to_string(bytes) + " bytes from the device: " + errorName(r));
   return r == 0;
+}
+
+bool haveDeviceCodecs() { return DSF_HAVE_DEVICE_CODECS; }
+
+bool decodeRows(const std::vector<DecodeSegment> &segments, std::string &error) {
+#if DSF_HAVE_DEVICE_CODECS
+  Driver &d = driver();
+  if (segments.empty())
+    return true;
+  // The kernel and the decode tables, once: the tables are the host's
+  // (codecs.cpp), so the device's values are the host's bit for bit.
+  static CUfunction kernel = nullptr;
+  static void *tables = nullptr;
+  if (!kernel) {
+    CUmodule module = nullptr;
+    CUresult r = d.cuModuleLoadData(&module, dsfStateCodecsFatbin);
+    if (r == 0)
+      r = d.cuModuleGetFunction(&kernel, module, "dsf_decode_state_rows");
+    if (r != 0) {
+      error = "loading the runtime's state decoding kernel: " + errorName(r);
+      kernel = nullptr;
+      return false;
+    }
+    kernelNames()[kernel] = "dsf_decode_state_rows (runtime)";
+    static std::vector<float> host(528);
+    for (int i = 0; i < 256; ++i) {
+      host[size_t(i)] = decodeE4M3(uint8_t(i));
+      host[size_t(256 + i)] = decodeUE8M0(uint8_t(i));
+    }
+    for (int i = 0; i < 16; ++i)
+      host[size_t(512 + i)] = decodeE2M1(uint8_t(i));
+    tables = deviceAlloc(host.size() * sizeof(float));
+    copyToDevice(tables, host.data(), host.size() * sizeof(float));
+  }
+  // The segment table: a copy from pageable memory is staged before the
+  // call returns, and the table's device block, freed below, is reused only
+  // by work queued after the kernel on the one stream.
+  size_t bytes = segments.size() * sizeof(DecodeSegment);
+  void *table = deviceAlloc(bytes);
+  copyToDevice(table, segments.data(), bytes);
+  int64_t most = 0;
+  for (const DecodeSegment &s : segments)
+    most = std::max(most, s.rows * s.cols);
+  unsigned blocksX = unsigned(std::min<int64_t>(1024, std::max<int64_t>(1, (most + 255) / 256)));
+  void *params[] = {&table, &tables};
+  mgpuLaunchKernel(kernel, blocksX, intptr_t(segments.size()), 1, 256, 1, 1, 0, d.stream, params, nullptr, 2);
+  deviceFree(table);
+  return true;
+#else
+  (void)segments;
+  error = "this runtime was built without nvcc: no device decoding kernel";
+  return false;
+#endif
 }
 
 bool synchronize(std::string &error) {

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace dsf::rt::cuda {
 /// Loads libcuda.so.1 and makes device 0's primary context current; false,
@@ -27,6 +28,22 @@ void hostMappedFree(void *p);
 /// Copies queued on the kernels' stream (complete at the next synchronize).
 bool copyToDevice(void *device, const void *host, size_t bytes);
 bool copyToHost(void *host, const void *device, size_t bytes);
+/// One tensor's rows (or part of them) in a tier's bytes, already on the
+/// device, to be decoded into f32 rows at `out` (as dequantizeRows does).
+/// The layout is the kernel's (src/device/state_codecs.cu).
+struct DecodeSegment {
+  const void *codes = nullptr, *scales = nullptr;
+  float *out = nullptr;
+  int64_t rows = 0, cols = 0;
+  int32_t format = 0;   // 0 f32 bytes, 1 FP8, 2 MXFP4, 3 NVFP4
+  int32_t unused = 0;
+};
+/// Whether this runtime was built with its device decoding kernel (nvcc).
+bool haveDeviceCodecs();
+/// Queues the decoding of `segments` on the kernels' stream: one launch.
+/// Failures are recorded (see synchronize), or returned when the kernel
+/// cannot be loaded.
+bool decodeRows(const std::vector<DecodeSegment> &segments, std::string &error);
 /// Waits for the device; false with the first failure since the last call
 /// (a launch, a kernel, an allocation, a copy).
 bool synchronize(std::string &error);

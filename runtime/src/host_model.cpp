@@ -59,6 +59,18 @@ struct WeightBuffer {
   ~WeightBuffer() { cuda::deviceFree(device); }
 };
 
+/// Packed rows decoded on the host, as the tiers wrote them.
+void decodeOnHost(const PackedRows &packed, int64_t width, std::vector<float> &values) {
+  const auto *bytes = reinterpret_cast<const uint8_t *>(packed.bytes->data());
+  for (const PackedRows::Segment &s : packed.segments) {
+    float *out = values.data() + s.firstRow * width;
+    if (s.f32)
+      std::memcpy(out, bytes + s.codes, size_t(s.rows * width) * sizeof(float));
+    else
+      dequantizeRows(bytes + s.codes, bytes + s.scales, s.rows, width, s.format, out);
+  }
+}
+
 /// A memref descriptor as MLIR's C interface lays it out:
 /// {allocated, aligned, offset, sizes[rank], strides[rank]}, 8 bytes each.
 std::vector<int64_t> descriptor(void *data, const std::vector<int64_t> &shape) {
@@ -265,20 +277,22 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
               ") is outside the vocabulary [0, " + std::to_string(m.vocabSize) + ")";
       return false;
     }
+  if (!placeState(sequence, error))
+    return false;
   std::vector<int32_t> tokens(ids), positions(size_t(n), 0);
   for (int64_t i = 0; i < n; ++i)
     positions[size_t(i)] = int32_t(start + i);
   std::vector<uint8_t> imageMask(size_t(n), 0);   // text only: no image tokens yet
   std::vector<std::vector<int64_t>> inputs;
-  std::set<const void *> inputBuffers;
   // A CUDA artifact's token inputs go to pinned host memory the kernels
-  // read through unified addressing (the host code reads positions too);
-  // its state goes to device memory. Both are freed when the call ends, and
-  // the pool then gives back what this call did not reuse.
-  std::vector<void *> stagedHost, stagedDevice;
+  // read through unified addressing (the host code reads positions too),
+  // freed when the call ends; the pool then gives back what this call did
+  // not reuse. Its state inputs are on the device already (the previous
+  // call's results), or are copied there (state restored from a tier).
+  std::vector<void *> stagedHost;
   struct Unstage {
     bool cuda;
-    std::vector<void *> &host, &device;
+    std::vector<void *> &host;
     ~Unstage() {
       if (!cuda)
         return;
@@ -286,11 +300,12 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
       cuda::synchronize(ignored);   // nothing in flight may still read them
       for (void *p : host)
         cuda::hostMappedFree(p);
-      for (void *p : device)
-        cuda::deviceFree(p);
       cuda::trimPool();
     }
-  } unstage{cuda_, stagedHost, stagedDevice};
+  } unstage{cuda_, stagedHost};
+  // Each state input's buffer and what keeps it alive, by the address the
+  // kernels get: a result that is an input passed through keeps its owner.
+  std::map<const void *, std::shared_ptr<void>> inputOwners;
   auto placeToken = [&](const void *data, size_t bytes) -> void * {
     if (!cuda_)
       return const_cast<void *>(data);
@@ -299,14 +314,6 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
       std::memcpy(p, data, bytes);
       stagedHost.push_back(p);
     }
-    return p;
-  };
-  auto placeState = [&](const void *data, size_t bytes) -> void * {
-    if (!cuda_)
-      return const_cast<void *>(data);
-    void *p = cuda::deviceAlloc(bytes);
-    cuda::copyToDevice(p, data, bytes);
-    stagedDevice.push_back(p);
     return p;
   };
   for (const TensorSpec &in : bound->spec->inputs) {
@@ -323,15 +330,33 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
                 "', which the sequence does not hold (a sequence of another artifact?)";
         return false;
       }
-      StateTensor &t = const_cast<StateTensor &>(it->second);
+      const StateTensor &t = it->second;
       if (in.shape.size() != 2 || (in.shape[1] >= 0 && in.shape[1] != t.width)) {
         error = "state '" + in.name.substr(6) + "' has rows of " + std::to_string(t.width) +
                 " values; entry point '" + entryName + "' expects " + shapeString(in.shape);
         return false;
       }
-      void *values = placeState(t.values.data(), t.values.size() * sizeof(float));
+      void *values = nullptr;
+      std::shared_ptr<void> owner;
+      if (!cuda_) {
+        values = const_cast<float *>(t.values.data());
+        owner = std::shared_ptr<void>(values, [](void *) {});   // the sequence's
+      } else if (t.device) {
+        values = const_cast<float *>(t.device->data);
+        owner = t.device->allocation;
+      } else {
+        if (int64_t(t.values.size()) != t.rows * t.width) {
+          error = "state '" + in.name.substr(6) + "' holds " + std::to_string(t.values.size()) + " values for " +
+                  std::to_string(t.rows) + " rows of " + std::to_string(t.width);
+          return false;
+        }
+        size_t bytes = t.values.size() * sizeof(float);
+        values = cuda::deviceAlloc(bytes);
+        cuda::copyToDevice(values, t.values.data(), bytes);
+        owner = std::shared_ptr<void>(values, cuda::deviceFree);
+      }
       inputs.push_back(descriptor(values, {t.rows, t.width}));
-      inputBuffers.insert(values);
+      inputOwners.emplace(values, std::move(owner));
     } else {
       error = "entry point '" + entryName + "' takes input '" + in.name + "', which this runtime cannot supply";
       return false;
@@ -354,31 +379,48 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
   std::string deviceError;
   bool deviceOk = !cuda_ || cuda::synchronize(deviceError);
 
-  // The result buffers are the kernels' (malloc, or device memory on CUDA):
-  // copy each out through its strides, then free each allocation once
-  // (results may share one; one that aliases an input is not ours to free).
+  // The result buffers are the kernels' (malloc, or device memory on CUDA;
+  // results may share one, or be an input passed through). Each gets one
+  // owner, which frees it when the last view of it goes: at the end of this
+  // call, or with the sequence's state that stays on the device.
   struct View {
     const float *aligned;
     int64_t offset, rows, cols, rowStride, colStride;
+    std::shared_ptr<void> owner;
+    bool contiguous() const { return colStride == 1 && (rows <= 1 || rowStride == cols); }
   };
   std::vector<View> views;
-  std::set<void *> allocations;
+  std::map<void *, std::shared_ptr<void>> resultOwners;
   for (size_t k = 0; k < outs.size(); ++k) {
     const int64_t *d = results.data() + stride * k;
     auto *allocated = reinterpret_cast<void *>(intptr_t(d[0]));
-    if (allocated && !inputBuffers.count(allocated))
-      allocations.insert(allocated);
-    views.push_back({reinterpret_cast<const float *>(intptr_t(d[1])), d[2], d[3], d[4], d[5], d[6]});
+    std::shared_ptr<void> owner;
+    if (auto in = inputOwners.find(allocated); in != inputOwners.end()) {
+      owner = in->second;
+    } else if (allocated) {
+      std::shared_ptr<void> &o = resultOwners[allocated];
+      if (!o)
+        o = cuda_ ? std::shared_ptr<void>(allocated, cuda::deviceFree) : std::shared_ptr<void>(allocated, std::free);
+      owner = o;
+    }
+    views.push_back({reinterpret_cast<const float *>(intptr_t(d[1])), d[2], d[3], d[4], d[5], d[6], owner});
   }
-  auto release = [&] {
-    for (void *a : allocations)
-      cuda_ ? cuda::deviceFree(a) : std::free(a);
-  };
-  // On the GPU, each result's span (offset to last element) comes to the
-  // host first; the views then read the host copies.
+  // On the GPU, the logits (and any state result that is not contiguous
+  // rows) come to the host: each span (offset to last element) is copied,
+  // and the view then reads the host copy. The state stays on the device.
+  // DSF_STATE_ON_HOST=1 sends the state to the host after every call, the
+  // runtime's way before the device tier: the anchor of
+  // bench/gpu_device_tier.py.
+  static const bool stateOnHost = [] {
+    const char *v = std::getenv("DSF_STATE_ON_HOST");
+    return v && *v && std::string(v) != "0";
+  }();
+  auto residentOnDevice = [&](size_t k) { return cuda_ && !stateOnHost && k > 0 && views[k].contiguous(); };
   std::vector<std::vector<float>> hostCopies(views.size());
   if (cuda_ && deviceOk) {
     for (size_t k = 0; k < views.size(); ++k) {
+      if (residentOnDevice(k))
+        continue;
       View &v = views[k];
       int64_t span = v.rows && v.cols ? v.offset + (v.rows - 1) * v.rowStride + (v.cols - 1) * v.colStride + 1 : 0;
       hostCopies[k].resize(size_t(span));
@@ -388,7 +430,6 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
     deviceOk = cuda::synchronize(deviceError);
   }
   if (!deviceOk) {
-    release();
     error = "entry point '" + entryName + "' on " + cuda::deviceName() + ": " + deviceError;
     return false;
   }
@@ -397,7 +438,6 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
   bool tailOnly = m.prefillMode != "full" && !continuing;
   if (outs[0].shape.size() != 2 || (tailOnly ? (lv.rows < 1 || lv.rows > n) : lv.rows != n) ||
       lv.cols != m.vocabSize) {
-    release();
     error = "entry point '" + entryName + "' returned logits of shape [" + std::to_string(lv.rows) + ", " +
             std::to_string(lv.cols) + "], expected [" + std::to_string(n) + ", " + std::to_string(m.vocabSize) + "]";
     return false;
@@ -415,13 +455,102 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
     StateTensor t;
     t.rows = views[k].rows;
     t.width = views[k].cols;
-    t.values.resize(size_t(t.rows * t.width));
-    copy(views[k], t.values.data());
+    if (residentOnDevice(k)) {
+      auto rows = std::make_shared<DeviceRows>();
+      rows->allocation = views[k].owner;
+      rows->data = views[k].aligned + views[k].offset;
+      t.device = std::move(rows);
+    } else {
+      t.values.resize(size_t(t.rows * t.width));
+      copy(views[k], t.values.data());
+    }
     next[outs[k].name.substr(6)] = std::move(t);
   }
-  release();
   sequence.state = std::move(next);
   sequence.length = start + n;   // replay: unchanged
+  return true;
+}
+
+bool HostModel::placeState(Sequence &sequence, std::string &error) const {
+  std::vector<StateTensor *> packed;
+  for (auto &[name, t] : sequence.state)
+    if (t.packed && !t.device && !t.onHost())
+      packed.push_back(&t);
+  if (packed.empty())
+    return true;
+  static const bool hostOnly = [] {
+    const char *v = std::getenv("DSF_DECODE_ON_HOST");
+    return v && *v && std::string(v) != "0";
+  }();
+  if (cuda_ && cuda::haveDeviceCodecs() && !hostOnly) {
+    // Each tier buffer once to the device (one bulk copy for a session from
+    // the host pool, one for a prefix from the store), then one kernel for
+    // every tensor. The buffers' blocks go back to the pool at once: only
+    // work queued after the kernel can reuse them.
+    std::map<const std::string *, std::shared_ptr<void>> uploaded;
+    std::vector<cuda::DecodeSegment> segments;
+    std::vector<std::shared_ptr<void>> outputs;
+    for (StateTensor *t : packed) {
+      const std::string &bytes = *t->packed->bytes;
+      std::shared_ptr<void> &copy = uploaded[&bytes];
+      if (!copy) {
+        copy = std::shared_ptr<void>(cuda::deviceAlloc(bytes.size()), cuda::deviceFree);
+        cuda::copyToDevice(copy.get(), bytes.data(), bytes.size());
+      }
+      const auto *base = static_cast<const uint8_t *>(copy.get());
+      auto *out = static_cast<float *>(cuda::deviceAlloc(size_t(t->rows * t->width) * sizeof(float)));
+      outputs.push_back(std::shared_ptr<void>(out, cuda::deviceFree));
+      for (const PackedRows::Segment &seg : t->packed->segments) {
+        cuda::DecodeSegment d;
+        d.codes = base + seg.codes;
+        d.scales = base + seg.scales;
+        d.out = out + seg.firstRow * t->width;
+        d.rows = seg.rows;
+        d.cols = t->width;
+        d.format = seg.f32 ? 0 : seg.format == RowFormat::FP8 ? 1 : seg.format == RowFormat::MXFP4 ? 2 : 3;
+        segments.push_back(d);
+      }
+    }
+    if (!cuda::decodeRows(segments, error) || !cuda::synchronize(error)) {
+      error = "decoding the sequence's restored state on " + cuda::deviceName() + ": " + error;
+      return false;
+    }
+    for (size_t i = 0; i < packed.size(); ++i) {
+      auto rows = std::make_shared<DeviceRows>();
+      rows->allocation = outputs[i];
+      rows->data = static_cast<const float *>(outputs[i].get());
+      packed[i]->device = std::move(rows);
+      packed[i]->packed.reset();
+    }
+    return true;
+  }
+  for (StateTensor *t : packed) {
+    t->values.resize(size_t(t->rows * t->width));
+    decodeOnHost(*t->packed, t->width, t->values);
+    t->packed.reset();
+  }
+  return true;
+}
+
+bool HostModel::fetchState(Sequence &sequence, std::string &error) const {
+  std::map<std::string, std::vector<float>> fetched;
+  for (const auto &[name, t] : sequence.state)
+    if (!t.onHost()) {
+      std::vector<float> &values = fetched[name];
+      values.resize(size_t(t.rows * t.width));
+      if (t.device)
+        cuda::copyToHost(values.data(), t.device->data, values.size() * sizeof(float));
+      else if (t.packed)
+        decodeOnHost(*t.packed, t.width, values);
+    }
+  if (fetched.empty())
+    return true;
+  if (cuda_ && !cuda::synchronize(error)) {
+    error = "copying the sequence's state from " + cuda::deviceName() + ": " + error;
+    return false;
+  }
+  for (auto &[name, values] : fetched)
+    sequence.state[name].values = std::move(values);
   return true;
 }
 

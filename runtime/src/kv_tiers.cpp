@@ -116,38 +116,51 @@ std::string packState(const StateSlot &slot, const StateTensor &t) {
   return out;
 }
 
-bool unpackState(const StateSlot &slot, const std::string &bytes, size_t &at, StateTensor &t, std::string &error) {
+bool unpackState(const StateSlot &slot, const std::shared_ptr<const std::string> &packed, size_t &at,
+                 StateTensor &t, std::string &error) {
+  const std::string &bytes = *packed;
   uint8_t e;
   if (!getValue(bytes, at, e) || !getValue(bytes, at, t.rows) || !getValue(bytes, at, t.width) || e > NVFP4 ||
       t.rows < 0 || t.width != slot.width || t.rows > (int64_t(1) << 32)) {
     error = "state '" + slot.name + "': bad tensor header";
     return false;
   }
-  t.values.assign(size_t(t.rows * t.width), 0.0f);
+  PackedRows::Segment segment;
+  segment.rows = t.rows;
+  segment.codes = at;
   if (e == F32) {
-    size_t n = t.values.size() * sizeof(float);
+    segment.f32 = true;
+    size_t n = size_t(t.rows * t.width) * sizeof(float);
     if (at + n > bytes.size()) {
       error = "state '" + slot.name + "': truncated";
       return false;
     }
-    std::memcpy(t.values.data(), bytes.data() + at, n);
     at += n;
-    return true;
+  } else {
+    RowFormat f = e == FP8 ? RowFormat::FP8 : e == MXFP4 ? RowFormat::MXFP4 : RowFormat::NVFP4;
+    RowFormat expected;
+    if (!rowFormatOf(slot, expected) || expected != f) {
+      error = "state '" + slot.name + "': stored in another format than the model's";
+      return false;
+    }
+    size_t codes = size_t(t.rows * codeBytes(f, t.width)), scales = size_t(t.rows * (t.width / blockOf(f)));
+    if (at + codes + scales > bytes.size()) {
+      error = "state '" + slot.name + "': truncated";
+      return false;
+    }
+    segment.format = f;
+    segment.scales = at + codes;
+    at += codes + scales;
   }
-  RowFormat f = e == FP8 ? RowFormat::FP8 : e == MXFP4 ? RowFormat::MXFP4 : RowFormat::NVFP4;
-  RowFormat expected;
-  if (!rowFormatOf(slot, expected) || expected != f) {
-    error = "state '" + slot.name + "': stored in another format than the model's";
-    return false;
-  }
-  size_t codes = size_t(t.rows * codeBytes(f, t.width)), scales = size_t(t.rows * (t.width / blockOf(f)));
-  if (at + codes + scales > bytes.size()) {
-    error = "state '" + slot.name + "': truncated";
-    return false;
-  }
-  dequantizeRows(reinterpret_cast<const uint8_t *>(bytes.data() + at),
-                 reinterpret_cast<const uint8_t *>(bytes.data() + at + codes), t.rows, t.width, f, t.values.data());
-  at += codes + scales;
+  // Decoded where the next call needs it (HostModel::run): on the device for
+  // a CUDA artifact.
+  t.values.clear();
+  t.device.reset();
+  auto rows = std::make_shared<PackedRows>();
+  rows->bytes = packed;
+  if (t.rows > 0)
+    rows->segments.push_back(segment);
+  t.packed = std::move(rows);
   return true;
 }
 
@@ -226,15 +239,22 @@ int64_t PrefixStore::restore(const std::vector<int32_t> &ids, std::vector<uint64
                              std::vector<std::string> &warnings) {
   int64_t B = options_.blockTokens, blocks = std::min<int64_t>(maxTokens, int64_t(ids.size())) / B;
   extendChain(ids, hashes, blocks);
+  // Every record's bytes go into one buffer, which the sequence's state then
+  // refers to (decoded where the next call runs: HostModel::run), so that a
+  // CUDA artifact takes the whole prefix in one bulk copy.
+  std::string all;
   std::map<std::string, StateTensor> state;
+  std::map<std::string, PackedRows> rows;
   for (const StateSlot &s : manifest_->state)
-    state[s.name] = StateTensor{0, s.width, {}};
+    state[s.name] = StateTensor{0, s.width, {}, nullptr, nullptr};
   int64_t found = 0;
   bool approximate = false;
   std::vector<std::string> used;
   // Block k's record, exact or approximate: its deltas, or why not.
   enum class Read { Missing, Rejected, Ok };
-  auto readBlock = [&](int64_t k, bool approx, std::map<std::string, StateTensor> &delta, std::string &data) {
+  auto readBlock = [&](int64_t k, bool approx, std::map<std::string, StateTensor> &delta,
+                       std::shared_ptr<std::string> &record) {
+    std::string &data = *record;
     std::string name = recordName(hashes[size_t(k)], approx), path = options_.dir + "/" + name;
     struct stat st;
     if (::stat(path.c_str(), &st) != 0)
@@ -300,7 +320,7 @@ int64_t PrefixStore::restore(const std::vector<int32_t> &ids, std::vector<uint64
       if (slot.kind == "window")
         continue;
       StateTensor t;
-      ok = unpackState(slot, data, at, t, why);
+      ok = unpackState(slot, record, at, t, why);
       delta[slot.name] = std::move(t);
     }
     if (!ok)
@@ -310,28 +330,38 @@ int64_t PrefixStore::restore(const std::vector<int32_t> &ids, std::vector<uint64
   };
   for (int64_t k = 0; k < blocks; ++k) {
     std::map<std::string, StateTensor> delta;
-    std::string data;
-    Read read = readBlock(k, false, delta, data);
+    auto record = std::make_shared<std::string>();
+    Read read = readBlock(k, false, delta, record);
     bool approx = false;
     if (read != Read::Ok && allowApproximate) {
       delta.clear();
       approx = true;
-      read = readBlock(k, true, delta, data);
+      record = std::make_shared<std::string>();
+      read = readBlock(k, true, delta, record);
     }
     if (read != Read::Ok)
       break;
     approximate |= approx;
+    // The record's segments, moved to where its bytes go in `all`.
+    const size_t base = all.size();
     for (auto &[slotName, t] : delta) {
       const StateSlot *slot = manifest_->slot(slotName);
       StateTensor &acc = state[slotName];
+      PackedRows &accRows = rows[slotName];
       if (slot->kind == "carry") {
-        acc = std::move(t);
-      } else {
-        acc.values.insert(acc.values.end(), t.values.begin(), t.values.end());
-        acc.rows += t.rows;
+        acc.rows = 0;
+        accRows.segments.clear();
       }
+      for (PackedRows::Segment segment : t.packed->segments) {
+        segment.codes += base;
+        segment.scales += base;
+        segment.firstRow = acc.rows;
+        accRows.segments.push_back(segment);
+      }
+      acc.rows += t.rows;
     }
-    bytes += int64_t(data.size());
+    all += *record;
+    bytes += int64_t(record->size());
     found = k + 1;
   }
   if (found == 0)
@@ -348,6 +378,12 @@ int64_t PrefixStore::restore(const std::vector<int32_t> &ids, std::vector<uint64
     std::string name = path.substr(path.rfind('/') + 1);
     if (index_.count(name))
       index_[name].lastUse = nowSeconds();
+  }
+  auto shared = std::make_shared<const std::string>(std::move(all));
+  for (auto &[slotName, t] : state) {
+    PackedRows &r = rows[slotName];
+    r.bytes = shared;
+    t.packed = std::make_shared<const PackedRows>(std::move(r));
   }
   sequence.state = std::move(state);
   sequence.length = found * B;
@@ -388,7 +424,7 @@ int64_t PrefixStore::persist(const std::vector<int32_t> &ids, std::vector<uint64
                          std::to_string(end) + " tokens, expected " + std::to_string(to) + "; not persisted");
       return 0;
     }
-    StateTensor part{to - from, t.width, {}};
+    StateTensor part{to - from, t.width, {}, nullptr, nullptr};
     part.values.assign(t.values.begin() + from * t.width, t.values.begin() + to * t.width);
     payload += packState(slot, part);
   }
@@ -467,14 +503,15 @@ std::string packSession(const Manifest &manifest, const std::vector<int32_t> &id
   // Every slot, packed (the bulk copy a device would make).
   for (const StateSlot &slot : manifest.state) {
     auto it = sequence.state.find(slot.name);
-    StateTensor empty{0, slot.width, {}};
+    StateTensor empty{0, slot.width, {}, nullptr, nullptr};
     packed += packState(slot, it == sequence.state.end() ? empty : it->second);
   }
   return packed;
 }
 
-bool unpackSession(const Manifest &manifest, const std::string &packed, std::vector<int32_t> &ids, Sequence &sequence,
-                   std::string &error) {
+bool unpackSession(const Manifest &manifest, const std::shared_ptr<const std::string> &session,
+                   std::vector<int32_t> &ids, Sequence &sequence, std::string &error) {
+  const std::string &packed = *session;
   size_t at = 0;
   int64_t length = 0;
   uint64_t count = 0;
@@ -490,7 +527,7 @@ bool unpackSession(const Manifest &manifest, const std::string &packed, std::vec
   Sequence s;
   for (const StateSlot &slot : manifest.state) {
     StateTensor t;
-    if (!unpackState(slot, packed, at, t, error))
+    if (!unpackState(slot, session, at, t, error))
       return false;
     s.state[slot.name] = std::move(t);
   }
@@ -514,11 +551,11 @@ public:
   int64_t put(const std::string &session, const std::vector<int32_t> &ids, const Sequence &sequence,
               std::vector<std::string> &) override {
     Entry e;
-    e.packed = packSession(*manifest_, ids, sequence);
+    e.packed = std::make_shared<const std::string>(packSession(*manifest_, ids, sequence));
     auto now = std::chrono::steady_clock::now();
     e.expires = now + std::chrono::seconds(options_.ttlSeconds);
     e.used = now;
-    int64_t stored = int64_t(e.packed.size());
+    int64_t stored = int64_t(e.packed->size());
     erase(session);
     bytes_ += stored;
     sessions_[session] = std::move(e);
@@ -550,7 +587,7 @@ public:
       return false;
     }
     it->second.used = now;
-    bytes = int64_t(it->second.packed.size());
+    bytes = int64_t(it->second.packed->size());
     return true;
   }
 
@@ -558,14 +595,15 @@ public:
 
 private:
   struct Entry {
-    std::string packed;
+    // Shared with the sequences restored from it, which decode from it.
+    std::shared_ptr<const std::string> packed;
     std::chrono::steady_clock::time_point expires, used;
   };
   void erase(const std::string &session) {
     auto it = sessions_.find(session);
     if (it == sessions_.end())
       return;
-    bytes_ -= int64_t(it->second.packed.size());
+    bytes_ -= int64_t(it->second.packed->size());
     sessions_.erase(it);
   }
 

@@ -97,7 +97,8 @@ public:
     if (r->type == REDIS_REPLY_NIL)
       return false;   // never kept, expired, or evicted by Redis
     std::string record(r->str, r->len), why;
-    if (!check(record, why) || !unpackSession(*manifest_, record.substr(kHeader), ids, sequence, why)) {
+    if (!check(record, why) ||
+        !unpackSession(*manifest_, std::make_shared<const std::string>(record, kHeader), ids, sequence, why)) {
       warnings.push_back(url_ + ": session '" + session + "': " + why + "; not used (recomputed)");
       Reply gone(static_cast<redisReply *>(redisCommand(context_, "DEL %b", key.data(), key.size())));
       return false;

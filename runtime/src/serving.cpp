@@ -75,9 +75,11 @@ bool Server::request(const std::string &session, const std::vector<int32_t> &ids
     int64_t bytes = 0;
     auto t = std::chrono::steady_clock::now();
     bool found = options_.pool->get(session, held, s, bytes, stats.warnings);
-    stats.restoreSeconds = since(t);
     if (found && s.length < n && int64_t(held.size()) >= s.length &&
         std::equal(held.begin(), held.begin() + s.length, ids.begin())) {
+      if (!model_.placeState(s, error))
+        return false;
+      stats.restoreSeconds = since(t);
       sequence = std::move(s);
       have = sequence.length;
       stats.hostTokens = have;
@@ -91,6 +93,8 @@ bool Server::request(const std::string &session, const std::vector<int32_t> &ids
     int64_t bytes = 0;
     auto t = std::chrono::steady_clock::now();
     int64_t got = options_.store->restore(ids, chain, n - 1, !options_.exactReplay, s, bytes, stats.warnings);
+    if (got > 0 && !model_.placeState(s, error))
+      return false;
     stats.restoreSeconds = since(t);
     if (got > 0) {
       int64_t window = 0, layers = 0;
@@ -129,12 +133,17 @@ bool Server::request(const std::string &session, const std::vector<int32_t> &ids
         rowPositions->push_back(int32_t(firstRow + r));
   };
   std::vector<int32_t> tokens = ids;
+  // The tiers keep host copies: a CUDA sequence's state comes off the
+  // device when a block is persisted and when the session goes to the pool.
   auto persist = [&] {
     if (options_.store && sequence.length % options_.store->blockTokens() == 0) {
+      if (!model_.fetchState(sequence, error))
+        return false;
       int64_t written = options_.store->persist(tokens, chain, sequence, stats.warnings);
       stats.ssdBytesWritten += written;
       stats.blocksWritten += written > 0;
     }
+    return true;
   };
   auto computeStart = std::chrono::steady_clock::now();
   while (have < n) {
@@ -148,7 +157,8 @@ bool Server::request(const std::string &session, const std::vector<int32_t> &ids
     keep(firstRow);
     stats.computedTokens += next - have;
     have = next;
-    persist();
+    if (!persist())
+      return false;
   }
   double computeSeconds = since(computeStart);
   stats.firstTokenSeconds = since(start);
@@ -170,12 +180,16 @@ bool Server::request(const std::string &session, const std::vector<int32_t> &ids
     if (!model_.run("decode", {next}, sequence, logits, firstRow, error))
       return false;
     keep(firstRow);
-    persist();
+    if (!persist())
+      return false;
   }
   stats.generatedTokens = int64_t(generated.size());
   stats.approximate = sequence.approximate;
-  if (options_.pool && !session.empty())
+  if (options_.pool && !session.empty()) {
+    if (!model_.fetchState(sequence, error))
+      return false;
     stats.hostBytesWritten = options_.pool->put(session, tokens, sequence, stats.warnings);
+  }
   stats.seconds = since(start);
   return true;
 }

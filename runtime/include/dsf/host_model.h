@@ -10,6 +10,7 @@
 #define DSF_RUNTIME_HOST_MODEL_H
 
 #include "dsf/artifact.h"
+#include "dsf/codecs.h"
 #include "dsf/weights.h"
 
 #include <map>
@@ -19,10 +20,41 @@
 
 namespace dsf::rt {
 
-/// One state tensor of a sequence: f32 rows [rows, width], row-major.
+/// State rows in device memory (the device tier): a view into a buffer the
+/// kernels returned, which is freed when its last view goes.
+struct DeviceRows {
+  std::shared_ptr<void> allocation;
+  const float *data = nullptr;   // the first row; rows are contiguous
+};
+
+/// State rows still in a tier's storage format (kv_tiers.h), decoded where
+/// the next call runs: for a CUDA artifact the bytes go to the device in one
+/// bulk copy and one kernel decodes every tensor of the sequence; else on
+/// the host. A tensor's rows may come from several records (segments).
+struct PackedRows {
+  struct Segment {
+    bool f32 = false;              // raw f32 values (a slot kept unpacked)
+    RowFormat format = RowFormat::FP8;
+    size_t codes = 0, scales = 0;  // byte offsets into *bytes
+    int64_t firstRow = 0, rows = 0;
+  };
+  std::shared_ptr<const std::string> bytes;
+  std::vector<Segment> segments;
+};
+
+/// One state tensor of a sequence: f32 rows [rows, width], row-major. On
+/// the CPU, `values` hold them. A CUDA artifact's calls leave them on the
+/// device (`device`), where the next call reads them without a copy;
+/// `values` are then empty until HostModel::fetchState copies them out
+/// (for the tiers below), and a tensor with values only (restored from a
+/// tier) is copied to the device by the call that needs it; one still
+/// `packed` (restored from a tier) is decoded by the call that needs it.
 struct StateTensor {
   int64_t rows = 0, width = 0;
   std::vector<float> values;
+  std::shared_ptr<const DeviceRows> device;
+  std::shared_ptr<const PackedRows> packed;
+  bool onHost() const { return int64_t(values.size()) == rows * width; }
 };
 
 /// What a sequence keeps between calls: its length and the named state the
@@ -38,7 +70,7 @@ struct Sequence {
   int64_t stateBytes() const {
     int64_t bytes = 0;
     for (const auto &[name, t] : state)
-      bytes += int64_t(t.values.size() * sizeof(float));
+      bytes += t.rows * t.width * int64_t(sizeof(float));
     return bytes;
   }
 };
@@ -73,11 +105,25 @@ public:
   bool run(const std::string &entry, const std::vector<int32_t> &ids, Sequence &sequence,
            std::vector<float> &logits, int64_t &firstRow, std::string &error) const;
 
+  /// Gives every state tensor of the sequence host `values`: copies the
+  /// device-resident ones out (one transfer a tensor, one wait; the device
+  /// copy stays) and decodes packed ones. The sequence is unchanged on
+  /// failure.
+  bool fetchState(Sequence &sequence, std::string &error) const;
+
   /// GPU kernels launched by this process so far (0 on the CPU).
   static uint64_t kernelLaunches();
 
   /// Whether `entry` continues a sequence (takes state).
   bool continues(const std::string &entry) const;
+
+  /// Decodes the sequence's packed tensors (restored from a tier) where
+  /// calls run: on the device for a CUDA artifact built with nvcc (one bulk
+  /// copy a tier buffer, one kernel, one wait), else on the host
+  /// (DSF_DECODE_ON_HOST=1 forces the host, to compare). The state is the
+  /// same state afterwards, so the sequence is not changed; run() does this
+  /// itself, the server beforehand to time it as part of the restore.
+  bool placeState(Sequence &sequence, std::string &error) const;
 
 private:
   HostModel() = default;

@@ -54,9 +54,13 @@ uint64_t modelHash(const Artifact &artifact, const WeightSource &weights);
 /// FNV-1a, 64 bits: the records' checksums and the chained block hashes.
 uint64_t checksum64(const void *data, size_t n, uint64_t seed = 0xcbf29ce484222325ull);
 
-/// A state tensor in its slot's storage format (lossless), and back.
+/// A state tensor in its slot's storage format (lossless; `t` needs host
+/// values), and back: unpackState checks the tensor at `at` in `bytes` and
+/// makes `t` refer to it there (t.packed), to be decoded where the next call
+/// runs.
 std::string packState(const StateSlot &slot, const StateTensor &t);
-bool unpackState(const StateSlot &slot, const std::string &bytes, size_t &at, StateTensor &t, std::string &error);
+bool unpackState(const StateSlot &slot, const std::shared_ptr<const std::string> &bytes, size_t &at, StateTensor &t,
+                 std::string &error);
 
 class PrefixStore {
 public:
@@ -153,8 +157,8 @@ public:
 /// A session's state as one buffer (ids, length, every slot packed), and
 /// back; what both host-pool backends store.
 std::string packSession(const Manifest &manifest, const std::vector<int32_t> &ids, const Sequence &sequence);
-bool unpackSession(const Manifest &manifest, const std::string &packed, std::vector<int32_t> &ids, Sequence &sequence,
-                   std::string &error);
+bool unpackSession(const Manifest &manifest, const std::shared_ptr<const std::string> &packed, std::vector<int32_t> &ids,
+                   Sequence &sequence, std::string &error);
 
 } // namespace dsf::rt
 
