@@ -30,7 +30,7 @@ constexpr uint64_t kMaxHeader = 100u << 20;
 std::string shapeString(const std::vector<int64_t> &shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
+    s += (i ? ", " : "") + (shape[i] < 0 ? std::string("?") : std::to_string(shape[i]));   // < 0: dynamic
   return s + "]";
 }
 bool parseDType(const std::string &name, DType &out) {

@@ -24,6 +24,7 @@ bool parseDType(const std::string &name, DType &out);
 const char *dtypeName(DType dtype);
 size_t dtypeBytes(DType dtype);
 /// "[a, b, c]", as messages print shapes.
+/// "[2, 3]"; a dynamic (negative) extent prints as "?".
 std::string shapeString(const std::vector<int64_t> &shape);
 
 struct TensorView {
