@@ -79,6 +79,8 @@ struct Driver {
   CUresult (*cuMemFree)(CUdeviceptr) = nullptr;
   CUresult (*cuMemHostAlloc)(void **, size_t, unsigned) = nullptr;
   CUresult (*cuMemFreeHost)(void *) = nullptr;
+  CUresult (*cuMemHostRegister)(void *, size_t, unsigned) = nullptr;
+  CUresult (*cuMemHostUnregister)(void *) = nullptr;
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream) = nullptr;
   CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream) = nullptr;
   CUresult (*cuGetErrorName)(CUresult, const char **) = nullptr;
@@ -198,6 +200,8 @@ bool ensureDriver(std::string &error) {
   bind(d.cuMemFree, "cuMemFree_v2");
   bind(d.cuMemHostAlloc, "cuMemHostAlloc");
   bind(d.cuMemFreeHost, "cuMemFreeHost");
+  bind(d.cuMemHostRegister, "cuMemHostRegister_v2");
+  bind(d.cuMemHostUnregister, "cuMemHostUnregister");
   bind(d.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
   bind(d.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
   bind(d.cuGetErrorName, "cuGetErrorName");
@@ -370,6 +374,15 @@ void *hostMappedAlloc(size_t bytes) {
 void hostMappedFree(void *p) {
   if (p && driver().ready)
     driver().cuMemFreeHost(p);
+}
+
+bool pinHostMemory(const void *p, size_t bytes) {
+  return driver().ready && bytes > 0 && driver().cuMemHostRegister(const_cast<void *>(p), bytes, 0) == 0;
+}
+
+void unpinHostMemory(const void *p) {
+  if (driver().ready)
+    driver().cuMemHostUnregister(const_cast<void *>(p));
 }
 
 bool copyToDevice(void *device, const void *host, size_t bytes) {

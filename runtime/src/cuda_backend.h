@@ -25,6 +25,10 @@ void trimPool();
 /// inputs, which the host code also reads (positions give shapes).
 void *hostMappedAlloc(size_t bytes);
 void hostMappedFree(void *p);
+/// Page-locks existing host memory (cuMemHostRegister), so that copies from
+/// it are one DMA transfer; false (and nothing recorded) if it cannot be.
+bool pinHostMemory(const void *p, size_t bytes);
+void unpinHostMemory(const void *p);
 /// Copies queued on the kernels' stream (complete at the next synchronize).
 bool copyToDevice(void *device, const void *host, size_t bytes);
 bool copyToHost(void *host, const void *device, size_t bytes);

@@ -225,6 +225,13 @@ HostModel::~HostModel() {
 
 uint64_t HostModel::kernelLaunches() { return cuda::launchCount(); }
 
+bool HostModel::pinHostMemory(const void *p, size_t bytes) const { return cuda_ && cuda::pinHostMemory(p, bytes); }
+
+void HostModel::unpinHostMemory(const void *p) const {
+  if (cuda_)
+    cuda::unpinHostMemory(p);
+}
+
 bool HostModel::continues(const std::string &entryName) const {
   const EntryPoint *e = manifest().entry(entryName);
   return e && std::any_of(e->inputs.begin(), e->inputs.end(),

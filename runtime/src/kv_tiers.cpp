@@ -551,7 +551,16 @@ public:
   int64_t put(const std::string &session, const std::vector<int32_t> &ids, const Sequence &sequence,
               std::vector<std::string> &) override {
     Entry e;
-    e.packed = std::make_shared<const std::string>(packSession(*manifest_, ids, sequence));
+    auto *packed = new std::string(packSession(*manifest_, ids, sequence));
+    // Page-locked while anything holds it: the pool, or a sequence restored
+    // from it whose state has not been decoded yet.
+    if (options_.pin && options_.unpin && options_.pin(packed->data(), packed->size()))
+      e.packed = std::shared_ptr<const std::string>(packed, [unpin = options_.unpin](const std::string *p) {
+        unpin(p->data());
+        delete p;
+      });
+    else
+      e.packed = std::shared_ptr<const std::string>(packed);
     auto now = std::chrono::steady_clock::now();
     e.expires = now + std::chrono::seconds(options_.ttlSeconds);
     e.used = now;

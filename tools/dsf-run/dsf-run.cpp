@@ -209,7 +209,13 @@ int serve(const Artifact &artifact, const WeightSource &weights, const HostModel
     if (!store)
       return fail(error);
   }
-  HostPool::Options poolOptions{windowTtl, poolMaxBytes};
+  HostPool::Options poolOptions;
+  poolOptions.ttlSeconds = windowTtl;
+  poolOptions.maxBytes = poolMaxBytes;
+  // On the GPU the in-process pool keeps its records page-locked: a restore
+  // is then one DMA copy.
+  poolOptions.pin = [&model](const void *p, size_t n) { return model.pinHostMemory(p, n); };
+  poolOptions.unpin = [&model](const void *p) { model.unpinHostMemory(p); };
   std::unique_ptr<HostPool> pool = poolUrl.empty()
                                        ? HostPool::inProcess(m, poolOptions)
                                        : HostPool::redis(m, poolOptions, poolUrl, modelHash(artifact, weights), error);

@@ -111,6 +111,11 @@ public:
   /// failure.
   bool fetchState(Sequence &sequence, std::string &error) const;
 
+  /// Page-locks host memory for copies to this model's device (false on the
+  /// CPU, or when the driver cannot), and releases it: the host pool's hooks.
+  bool pinHostMemory(const void *p, size_t bytes) const;
+  void unpinHostMemory(const void *p) const;
+
   /// GPU kernels launched by this process so far (0 on the CPU).
   static uint64_t kernelLaunches();
 

@@ -39,6 +39,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -129,6 +130,11 @@ public:
   struct Options {
     int64_t ttlSeconds = 300;
     int64_t maxBytes = int64_t(1) << 32;
+    /// The in-process pool's records page-locked while they are kept (for a
+    /// CUDA model: HostModel::pinHostMemory), so that a restore is one DMA
+    /// copy to the device. Optional; a failure leaves a record pageable.
+    std::function<bool(const void *, size_t)> pin;
+    std::function<void(const void *)> unpin;
   };
   virtual ~HostPool() = default;
 
