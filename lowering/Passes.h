@@ -6,6 +6,8 @@
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -39,6 +41,7 @@ struct CudaPipelineOptions {
   std::string toolkit = "/usr/local/cuda";   // ptxas for the cubins
   bool emitPtx = false;                      // stop at PTX (--emit=ptx)
   bool batchInvariant = false;               // one summation order whatever the rows (--batch-invariant)
+  std::string tileMath = "f32";              // the tiled kernels' arithmetic (--tile-math): f32, tf32, 3xtf32
 };
 /// After dsf-to-linalg: bufferization, one kernel per linalg op (tiled
 /// parallel loops on blocks x threads), NVVM, cubins for `chip` through

@@ -147,11 +147,19 @@ def GpuTiledMatmul : Pass<"dsf-gpu-tiled-matmul", "::mlir::ModuleOp"> {
     kernel, so a row's result does not depend on how many rows ran with it
     and a decode equals its prefill bit for bit, at the cost of a slower
     decode.
+
+    With `math=tf32` or `math=3xtf32` the tiled kernel runs on the tensor
+    cores (mma.sync m16n8k8, tf32 operands, f32 accumulation; 3xtf32 adds
+    the hi*lo terms of split operands for about f32's accuracy); the same
+    option in dsf-gpu-grouped-experts and dsf-gpu-batched-contraction. Any
+    other value is an error.
   }];
   let options = [Option<"minRows", "min-rows", "int64_t", "16", "Rows from which the tiled kernel runs">,
                  Option<"batchInvariant", "batch-invariant", "bool", "false",
-                        "Sum in one order whatever the number of rows">];
-  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
+                        "Sum in one order whatever the number of rows">,
+                 Option<"math", "math", "std::string", "\"f32\"",
+                        "The tiled kernel's arithmetic: f32 (SIMT), tf32 or 3xtf32 (tensor cores, mma.sync)">];
+  let dependentDialects = ["::mlir::NVVM::NVVMDialect", "::mlir::LLVM::LLVMDialect", "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect"];
 }
 
@@ -174,8 +182,10 @@ def GpuGroupedExperts : Pass<"dsf-gpu-grouped-experts", "::mlir::ModuleOp"> {
   }];
   let options = [Option<"minRows", "min-rows", "int64_t", "16", "(token, slot) rows from which the tiled kernel runs">,
                  Option<"batchInvariant", "batch-invariant", "bool", "false",
-                        "Sum in one order whatever the number of rows">];
-  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
+                        "Sum in one order whatever the number of rows">,
+                 Option<"math", "math", "std::string", "\"f32\"",
+                        "The tiled kernel's arithmetic: f32 (SIMT), tf32 or 3xtf32 (tensor cores, mma.sync)">];
+  let dependentDialects = ["::mlir::NVVM::NVVMDialect", "::mlir::LLVM::LLVMDialect", "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::linalg::LinalgDialect"];
 }
 
@@ -219,8 +229,10 @@ def GpuBatchedContraction : Pass<"dsf-gpu-batched-contraction", "::mlir::ModuleO
     dsf-to-linalg's products do. Products of a static number of rows m below
     `min-rows` (a few heads) stay generics: a 64-row tile would mostly idle.
   }];
-  let options = [Option<"minRows", "min-rows", "int64_t", "16", "Static rows (heads) from which the tiled kernel runs">];
-  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
+  let options = [Option<"minRows", "min-rows", "int64_t", "16", "Static rows (heads) from which the tiled kernel runs">,
+                 Option<"math", "math", "std::string", "\"f32\"",
+                        "The tiled kernel's arithmetic: f32 (SIMT), tf32 or 3xtf32 (tensor cores, mma.sync)">];
+  let dependentDialects = ["::mlir::NVVM::NVVMDialect", "::mlir::LLVM::LLVMDialect", "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::affine::AffineDialect"];
 }
 

@@ -30,6 +30,12 @@ prepare)
   build/bin/dsf-compile models/deepseek-v4-tiny --no-kv-quant --target=cpu -o $G/v4cpu.dsfa
   build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cuda -o $G/v4small-cuda.dsfa
   build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cpu -o $G/v4small-cpu.dsfa
+  # The tensor cores (--tile-math): the tiny models and the small V4.
+  build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cuda --tile-math=3xtf32 -o $G/cuda-3xtf32.dsfa
+  build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cuda --tile-math=tf32 -o $G/cuda-tf32.dsfa
+  build/bin/dsf-compile models/deepseek-v4-tiny --no-kv-quant --target=cuda --tile-math=3xtf32 -o $G/v4cuda-3xtf32.dsfa
+  build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cuda --tile-math=3xtf32 -o $G/v4small-cuda-3xtf32.dsfa
+  build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cuda --tile-math=tf32 -o $G/v4small-cuda-tf32.dsfa
   # The tiny V4.1 with 65,536 positions, for the 32K-prefix tiers benchmark.
   mkdir -p build/tiny-64k
   python3 -c "import json; c = json.load(open('models/deepseek-v4.1-tiny/config.json')); c['max_position_embeddings'] = 65536; json.dump(c, open('build/tiny-64k/config.json', 'w'), indent=1)"
@@ -99,6 +105,28 @@ PY
   $C $OUT/small-cuda.logits --against $OUT/small-cpu.logits --max-rel 1e-4 --min-argmax 100 || true
   $R $G/v4small-cuda.dsfa --weights $OUT/small.safetensors --prompt-ids @/tmp/small-pre --then-ids @/tmp/small-rest --dump-logits $OUT/small-dec.logits
   $C $OUT/small-dec.logits --against $OUT/small-cpu.logits --max-rel 1e-4 --min-argmax 100 || true
+  # The tensor cores (--tile-math): 3xtf32 (split tf32 operands, three
+  # products) is held to the f32 kernels' tolerances; tf32 rounds every
+  # operand to 10 mantissa bits (2^-11 relative), about 1e-3 on a long sum,
+  # which the tiny V4.1's FP4 cache quantizers turn into other codes as they
+  # do with any other order of sums (decode against prefill above: 5e-2), so
+  # tf32 is held to that tolerance there and to 1e-2 on the V4s (no FP4).
+  if [[ -f $G/cuda-3xtf32.dsfa ]]; then
+    for r in 0 1; do
+      $R $G/cuda-3xtf32.dsfa --weights $G/weights.safetensors --prompt-ids @/tmp/ids$r --dump-logits $OUT/tc3-$r.logits
+      $C $OUT/tc3-$r.logits --against $OUT/cpu$r.logits --max-rel 1e-2 --min-argmax 99 || true
+      $R $G/cuda-tf32.dsfa --weights $G/weights.safetensors --prompt-ids @/tmp/ids$r --dump-logits $OUT/tc1-$r.logits
+      $C $OUT/tc1-$r.logits --against $OUT/cpu$r.logits --max-rel 1e-1 --min-argmax 95 || true
+    done
+    $R $G/v4cuda-3xtf32.dsfa --weights test/golden/v4-tiny/weights.safetensors --prompt-ids @/tmp/v4ids1 --dump-logits $OUT/v4tc3.logits
+    $C $OUT/v4tc3.logits --golden test/golden/v4-tiny/io.safetensors --key logits_selective --row 1 --max-rel 1e-4 --min-argmax 100 || true
+    $R $G/v4small-cuda-3xtf32.dsfa --weights $OUT/small.safetensors --prompt-ids @/tmp/small-ids --dump-logits $OUT/small-tc3.logits
+    $C $OUT/small-tc3.logits --against $OUT/small-cpu.logits --max-rel 1e-4 --min-argmax 100 || true
+    $R $G/v4small-cuda-tf32.dsfa --weights $OUT/small.safetensors --prompt-ids @/tmp/small-ids --dump-logits $OUT/small-tc1.logits
+    $C $OUT/small-tc1.logits --against $OUT/small-cpu.logits --max-rel 1e-2 --min-argmax 95 || true
+    compute-sanitizer --tool memcheck --print-limit 5 $R $G/v4small-cuda-3xtf32.dsfa --weights $OUT/small.safetensors \
+      --prompt-ids @/tmp/small-ids --max-new-tokens 2 | tail -1
+  fi
   # The device tier (issue 6): a CUDA sequence's state stays on the device
   # between calls, the tiers take host copies of it, and restored state is
   # decoded on the device (one bulk copy, one kernel of the runtime's). On

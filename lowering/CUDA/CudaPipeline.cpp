@@ -41,7 +41,9 @@ LogicalResult mlir::dsf::buildCudaPipelineFromLinalg(OpPassManager &pm, const Cu
   // the stack and proves the host code dereferences no device buffer: the
   // runtime then queues the kernels without synchronizing between them.
   std::string text = "canonicalize,convert-bufferization-to-memref,dsf-copies-to-linalg,dsf-gpu-fuse-sinkhorn,"
-                     "dsf-gpu-grouped-experts{batch-invariant=" + invariant + "},dsf-gpu-tiled-matmul{batch-invariant=" + invariant + "},dsf-gpu-batched-contraction,dsf-gpu-block-reduce,"
+                     "dsf-gpu-grouped-experts{batch-invariant=" + invariant + " math=" + options.tileMath +
+                     "},dsf-gpu-tiled-matmul{batch-invariant=" + invariant + " math=" + options.tileMath +
+                     "},dsf-gpu-batched-contraction{math=" + options.tileMath + "},dsf-gpu-block-reduce,"
                      "convert-linalg-to-parallel-loops,"
                      "dsf-tile-parallel-loops{threads=128},"
                      "func.func(gpu-map-parallel-loops{mapping-policy=innermost-first}),convert-parallel-loops-to-gpu,dsf-sink-globals-into-kernels,"

@@ -139,11 +139,18 @@ struct GpuBatchedContractionPass : impl::GpuBatchedContractionBase<GpuBatchedCon
       Value old = memref::LoadOp::create(o, l, C, ValueRange{*batch, r, col});
       memref::StoreOp::create(o, l, arith::AddFOp::create(o, l, old, sum), C, ValueRange{*batch, r, col});
     };
+    gemm.math = tileMath;
     buildTiledGemm(b, loc, gemm);
     g.erase();
   }
 
+  TileMath tileMath = TileMath::F32;
+
   void runOnOperation() override {
+    FailureOr<TileMath> parsed = tileMathOption(getOperation(), getArgument(), math);
+    if (failed(parsed))
+      return signalPassFailure();
+    tileMath = *parsed;
     SmallVector<Contraction> found;
     getOperation().walk([&](linalg::GenericOp g) {
       if (g->getParentOfType<gpu::GPUModuleOp>() || g->getParentOfType<gpu::LaunchOp>())

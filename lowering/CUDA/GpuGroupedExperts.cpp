@@ -199,6 +199,7 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
         auto [tok, s] = tokenSlot(o, toIndex(o, memref::LoadOp::create(o, l, perm, ValueRange{r})));
         storeRow(o, tok, s, col, sum);
       };
+      gemm.math = tileMath;
       buildTiledGemm(t, loc, gemm);
       for (Value buffer : {counts, rank, starts, perm})
         memref::DeallocOp::create(t, loc, buffer);
@@ -244,7 +245,13 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
     g.erase();
   }
 
+  TileMath tileMath = TileMath::F32;
+
   void runOnOperation() override {
+    FailureOr<TileMath> parsed = tileMathOption(getOperation(), getArgument(), math);
+    if (failed(parsed))
+      return signalPassFailure();
+    tileMath = *parsed;
     SmallVector<ExpertMatmul> found;
     bool bad = false;
     getOperation().walk([&](linalg::GenericOp g) {

@@ -73,7 +73,7 @@ bool isGroupedRowsTimesTransposed(linalg::GenericOp g) {
 /// C[t, o] += A[t, d] * W[o, d], or per group g = blockIdx.z:
 /// C[t, g, o] += A[t, g, d] * W[g, o, d]; with batch-invariant, the generic
 /// stays below min-rows (it adds in the tiled kernel's order).
-void rewriteProduct(linalg::GenericOp g, bool grouped, int64_t minRows, bool batchInvariant) {
+void rewriteProduct(linalg::GenericOp g, bool grouped, int64_t minRows, bool batchInvariant, TileMath math) {
   OpBuilder b(g);
   Location loc = g.getLoc();
   Value A = g.getDpsInputs()[0], W = g.getDpsInputs()[1], C = g.getDpsInits()[0];
@@ -100,6 +100,7 @@ void rewriteProduct(linalg::GenericOp g, bool grouped, int64_t minRows, bool bat
     Value old = memref::LoadOp::create(o, l, C, at(r, col));
     memref::StoreOp::create(o, l, arith::AddFOp::create(o, l, old, sum), C, at(r, col));
   };
+  p.math = math;
   scf::IfOp choice = buildProductKernels(b, loc, p, minRows, /*warpBelow=*/!batchInvariant);
   if (batchInvariant)
     g->moveBefore(choice.elseBlock()->getTerminator());
@@ -110,6 +111,9 @@ void rewriteProduct(linalg::GenericOp g, bool grouped, int64_t minRows, bool bat
 struct GpuTiledMatmulPass : impl::GpuTiledMatmulBase<GpuTiledMatmulPass> {
   using GpuTiledMatmulBase::GpuTiledMatmulBase;
   void runOnOperation() override {
+    FailureOr<TileMath> tileMath = tileMathOption(getOperation(), getArgument(), math);
+    if (failed(tileMath))
+      return signalPassFailure();
     SmallVector<linalg::GenericOp> matmuls, grouped;
     getOperation().walk([&](linalg::GenericOp g) {
       if (g->getParentOfType<gpu::GPUModuleOp>() || g->getParentOfType<gpu::LaunchOp>())
@@ -120,9 +124,9 @@ struct GpuTiledMatmulPass : impl::GpuTiledMatmulBase<GpuTiledMatmulPass> {
         grouped.push_back(g);
     });
     for (linalg::GenericOp g : grouped)
-      rewriteProduct(g, /*grouped=*/true, minRows, batchInvariant);
+      rewriteProduct(g, /*grouped=*/true, minRows, batchInvariant, *tileMath);
     for (linalg::GenericOp g : matmuls)
-      rewriteProduct(g, /*grouped=*/false, minRows, batchInvariant);
+      rewriteProduct(g, /*grouped=*/false, minRows, batchInvariant, *tileMath);
   }
 };
 } // namespace

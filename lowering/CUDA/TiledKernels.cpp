@@ -5,8 +5,8 @@
 // product for few rows, built directly as gpu.launch ops so that the rest of
 // the CUDA pipeline (outlining, NVVM, ptxas) treats them like any other
 // kernel; and the helpers that rewrite a generic's body into a kernel.
-// Tensor cores come after them: this is the f32 step that keeps every
-// numerics check as it is.
+// The tiled kernel also runs on the tensor cores (mma.sync m16n8k8 tf32,
+// TileMath): the same staging, a warp per 16 x 32 of the tile.
 //
 //===----------------------------------------------------------------------===//
 #include "lowering/CUDA/TiledKernels.h"
@@ -14,6 +14,8 @@
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -35,11 +37,98 @@ TileRows tileRowsUpTo(Value M) {
   };
 }
 
+std::optional<TileMath> parseTileMath(llvm::StringRef name) {
+  if (name == "f32")
+    return TileMath::F32;
+  if (name == "tf32")
+    return TileMath::Tf32;
+  if (name == "3xtf32")
+    return TileMath::Tf32x3;
+  return std::nullopt;
+}
+
+FailureOr<TileMath> tileMathOption(Operation *op, llvm::StringRef pass, llvm::StringRef value) {
+  if (std::optional<TileMath> math = parseTileMath(value))
+    return *math;
+  return op->emitError() << pass << ": unknown math '" << value << "' (f32, tf32 or 3xtf32)";
+}
+
+namespace {
+/// The tensor-core half of the tiled kernel: warp w of the block's 8 takes
+/// rows [16 (w mod 4), +16) and columns [32 (w div 4), +32) of the 64 x 64
+/// tile, four m16n8 accumulators of 4 f32 a lane. The fragments are PTX's
+/// for mma.m16n8k8 .tf32 (row-major A, column-major B): lane = 4 g + t,
+/// A holds (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4); B holds (k t, n g),
+/// (k t + 4, n g); C holds (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1).
+/// The staged slices are [depth][72]: a row of 72 floats puts the 32 lanes'
+/// reads of a fragment in 32 different banks.
+struct MmaTile {
+  Value g, t, rowBase, colBase;   // in the tile
+};
+
+SmallVector<Value> mmaStep(OpBuilder &o, Location l, TileMath math, Value As, Value Ws, Value k0, const MmaTile &w,
+                           ValueRange acc) {
+  MLIRContext *ctx = o.getContext();
+  auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(o, l, v).getResult(); };
+  auto add = [&](Value a, Value b) { return arith::AddIOp::create(o, l, a, b).getResult(); };
+  auto load = [&](Value buf, Value d, Value x) { return memref::LoadOp::create(o, l, buf, ValueRange{d, x}).getResult(); };
+  Type i32 = o.getI32Type();
+  auto rna = NVVM::FPRoundingModeAttr::get(ctx, NVVM::FPRoundingMode::RNA);
+  auto tf32 = [&](Value x) { return NVVM::ConvertFloatToTF32Op::create(o, l, i32, x, rna).getResult(); };
+  // x = hi + lo with both in tf32: hi rounds x, lo rounds what hi missed.
+  auto split = [&](Value x, Value &hi, Value &lo) {
+    hi = tf32(x);
+    Value hiValue = arith::BitcastOp::create(o, l, o.getF32Type(), hi);
+    lo = tf32(arith::SubFOp::create(o, l, x, hiValue));
+  };
+  Type result = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(4, o.getF32Type()));
+  auto mma = [&](ValueRange a, ValueRange b, SmallVector<Value> &cAcc) {
+    Value d = NVVM::MmaOp::create(o, l, result, a, b, cAcc, ArrayRef<int64_t>{16, 8, 8}, std::nullopt, std::nullopt,
+                                  std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::tf32, NVVM::MMATypes::tf32},
+                                  std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row, NVVM::MMALayout::col})
+                  .getResult();
+    for (int64_t i = 0; i < 4; ++i)
+      cAcc[size_t(i)] = LLVM::ExtractValueOp::create(o, l, d, ArrayRef<int64_t>{i}).getResult();
+  };
+  Value kt = add(k0, w.t), kt4 = add(kt, c(4));
+  Value r = add(w.rowBase, w.g), r8 = add(r, c(8));
+  SmallVector<Value> a{load(As, kt, r), load(As, kt, r8), load(As, kt4, r), load(As, kt4, r8)};
+  SmallVector<Value> aHi(4), aLo(4);
+  for (int64_t i = 0; i < 4; ++i) {
+    if (math == TileMath::Tf32x3)
+      split(a[size_t(i)], aHi[size_t(i)], aLo[size_t(i)]);
+    else
+      aHi[size_t(i)] = tf32(a[size_t(i)]);
+  }
+  SmallVector<Value> next;
+  for (int64_t j = 0; j < 4; ++j) {
+    Value n = add(add(w.colBase, c(8 * j)), w.g);
+    Value b0 = load(Ws, kt, n), b1 = load(Ws, kt4, n);
+    SmallVector<Value> cAcc(acc.begin() + 4 * j, acc.begin() + 4 * j + 4);
+    if (math == TileMath::Tf32x3) {
+      Value b0Hi, b0Lo, b1Hi, b1Lo;
+      split(b0, b0Hi, b0Lo);
+      split(b1, b1Hi, b1Lo);
+      // The small terms first, then the large one onto them.
+      mma(aLo, ValueRange{b0Hi, b1Hi}, cAcc);
+      mma(aHi, ValueRange{b0Lo, b1Lo}, cAcc);
+      mma(aHi, ValueRange{b0Hi, b1Hi}, cAcc);
+    } else {
+      mma(aHi, ValueRange{tf32(b0), tf32(b1)}, cAcc);
+    }
+    next.append(cAcc.begin(), cAcc.end());
+  }
+  return next;
+}
+} // namespace
+
 void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
   MLIRContext *ctx = b.getContext();
   auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
   Value one = idx(1);
-  auto shared = MemRefType::get({kDepth, kTile}, b.getF32Type(), MemRefLayoutAttrInterface{},
+  const bool tensorCores = g.math != TileMath::F32;
+  const int64_t stagedRow = tensorCores ? kTile + 8 : kTile;
+  auto shared = MemRefType::get({kDepth, stagedRow}, b.getF32Type(), MemRefLayoutAttrInterface{},
                                 gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
   auto launch = gpu::LaunchOp::create(b, loc, g.gridX, g.gridY, g.gridZ ? g.gridZ : one, idx(kThreads), one, one,
                                       nullptr, nullptr, ValueRange{}, TypeRange{shared, shared});
@@ -78,6 +167,15 @@ void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
     return branch.getResult(0);
   };
 
+  // The tensor cores' lanes (see mmaStep).
+  MmaTile warpTile;
+  if (tensorCores) {
+    Value warp = arith::DivUIOp::create(k, loc, tid, c(32)), lane = arith::RemUIOp::create(k, loc, tid, c(32));
+    warpTile.g = arith::DivUIOp::create(k, loc, lane, c(4));
+    warpTile.t = arith::RemUIOp::create(k, loc, lane, c(4));
+    warpTile.rowBase = arith::MulIOp::create(k, loc, arith::RemUIOp::create(k, loc, warp, c(4)), c(16));
+    warpTile.colBase = arith::MulIOp::create(k, loc, arith::DivUIOp::create(k, loc, warp, c(4)), c(32));
+  }
   SmallVector<Value> init(kPerThread * kPerThread, zero);
   auto slices = scf::ForOp::create(
       k, loc, c(0), K, c(kDepth), init, [&](OpBuilder &o, Location l, Value k0, ValueRange acc) {
@@ -94,6 +192,14 @@ void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
           memref::StoreOp::create(o, l, w, Ws, ValueRange{dd, r});
         }
         gpu::BarrierOp::create(o, l);
+        if (tensorCores) {
+          SmallVector<Value> sums(acc.begin(), acc.end());
+          for (int64_t k8 = 0; k8 < kDepth; k8 += 8)
+            sums = mmaStep(o, l, g.math, As, Ws, arith::ConstantIndexOp::create(o, l, k8), warpTile, sums);
+          gpu::BarrierOp::create(o, l);
+          scf::YieldOp::create(o, l, sums);
+          return;
+        }
         auto depth = scf::ForOp::create(
             o, l, arith::ConstantIndexOp::create(o, l, 0), arith::ConstantIndexOp::create(o, l, kDepth),
             arith::ConstantIndexOp::create(o, l, 1), acc, [&](OpBuilder &p, Location pl, Value dd, ValueRange sums) {
@@ -117,8 +223,19 @@ void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
       });
   for (int64_t i = 0; i < kPerThread; ++i)
     for (int64_t j = 0; j < kPerThread; ++j) {
-      Value r = arith::AddIOp::create(k, loc, arith::MulIOp::create(k, loc, ty, c(kPerThread)), c(i));
-      Value col = arith::AddIOp::create(k, loc, arith::MulIOp::create(k, loc, tx, c(kPerThread)), c(j));
+      Value r, col;
+      if (tensorCores) {
+        // Accumulator i of n-tile j (see mmaStep): rows g, g + 8; columns 2t, 2t + 1.
+        int64_t tile = i, element = j;
+        r = arith::AddIOp::create(k, loc, arith::AddIOp::create(k, loc, warpTile.rowBase, warpTile.g),
+                                  c(element >= 2 ? 8 : 0));
+        col = arith::AddIOp::create(k, loc, warpTile.colBase,
+                                    arith::AddIOp::create(k, loc, arith::MulIOp::create(k, loc, warpTile.t, c(2)),
+                                                          c(8 * tile + element % 2)));
+      } else {
+        r = arith::AddIOp::create(k, loc, arith::MulIOp::create(k, loc, ty, c(kPerThread)), c(i));
+        col = arith::AddIOp::create(k, loc, arith::MulIOp::create(k, loc, tx, c(kPerThread)), c(j));
+      }
       r = arith::AddIOp::create(k, loc, row0, r);
       col = arith::AddIOp::create(k, loc, col0, col);
       Value in = arith::AndIOp::create(k, loc, lessThan(k, r, rowEnd), lessThan(k, col, N));
@@ -187,6 +304,7 @@ scf::IfOp buildProductKernels(OpBuilder &b, Location loc, const Product &p, int6
   g.loadA = p.loadA;
   g.loadW = p.loadW;
   g.store = p.store;
+  g.math = p.math;
   buildTiledGemm(t, loc, g);
   if (!warpBelow)
     return choice;

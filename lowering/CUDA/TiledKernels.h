@@ -18,6 +18,7 @@
 #include "mlir/IR/IRMapping.h"
 
 #include <functional>
+#include <optional>
 #include <tuple>
 
 namespace mlir::dsf {
@@ -34,9 +35,23 @@ using TileRows = std::function<std::tuple<Value, Value, Value>(OpBuilder &, Loca
 /// Block y's rows are [64 y, M): every row once, no expert grouping.
 TileRows tileRowsUpTo(Value M);
 
+/// How the tiled kernel multiplies: f32 FMAs on the SIMT cores (each
+/// output's products added in the order of d), or the tensor cores'
+/// mma.sync m16n8k8 on tf32 operands (f32 accumulation): `Tf32` rounds each
+/// operand to tf32 (10 mantissa bits; a relative error around 1e-3 on long
+/// sums), `Tf32x3` splits each into a tf32 high and a tf32 low part and adds
+/// the three products that matter (hi*hi + hi*lo + lo*hi), about f32's
+/// accuracy at a third of the tensor-core rate.
+enum class TileMath { F32, Tf32, Tf32x3 };
+/// "f32", "tf32", "3xtf32".
+std::optional<TileMath> parseTileMath(llvm::StringRef name);
+/// A pass's `math` option, or an error on `op` naming the pass and the value.
+FailureOr<TileMath> tileMathOption(Operation *op, llvm::StringRef pass, llvm::StringRef value);
+
 /// C[r, col] <- sum over d < K of A[r, d] * W[col, d], as 64 x 64 tiles of C
-/// (blocks of 256 threads, 16-deep slices staged in shared memory, 4 x 4
-/// outputs a thread), each output's products added in the order of d.
+/// (blocks of 256 threads, 16-deep slices staged in shared memory; on the
+/// SIMT cores 4 x 4 outputs a thread, each output's products added in the
+/// order of d; on the tensor cores a warp per 16 x 32 of the tile).
 struct TiledGemm {
   Value gridX, gridY;  // host values: blocks along the columns and the rows
   Value gridZ;         // host value: independent products (null: one)
@@ -48,6 +63,7 @@ struct TiledGemm {
   std::function<Value(OpBuilder &, Location, Value r, Value d)> loadA;    // r < row end, d < K
   std::function<Value(OpBuilder &, Location, Value col, Value d)> loadW;  // col < N, d < K
   std::function<void(OpBuilder &, Location, Value r, Value col, Value sum)> store;
+  TileMath math = TileMath::F32;
 };
 void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g);
 
@@ -71,6 +87,7 @@ struct Product {
   std::function<Value(OpBuilder &, Location, Value r, Value d)> loadA;
   std::function<Value(OpBuilder &, Location, Value col, Value d)> loadW;
   std::function<void(OpBuilder &, Location, Value r, Value col, Value sum)> store;
+  TileMath math = TileMath::F32;   // of the tiled kernel
 };
 /// An scf.if on M >= minRows: the tiled kernel, else (when `warpBelow`) a
 /// warp per output; without `warpBelow` the else branch is left empty for

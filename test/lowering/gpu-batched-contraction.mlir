@@ -1,4 +1,13 @@
 // RUN: dsf-opt %s --dsf-gpu-batched-contraction --split-input-file | FileCheck %s
+// RUN: dsf-opt %s --dsf-gpu-batched-contraction=math=tf32 --split-input-file | FileCheck --check-prefix=TF32 %s
+
+// math=tf32: the gathered rows staged as before, the products on the tensor
+// cores (8 mma.sync a 16-deep slice).
+// TF32-LABEL: func.func @logits
+// TF32: gpu.launch
+// TF32-COUNT-8: nvvm.mma.sync
+// TF32-NOT: nvvm.mma.sync
+// TF32: gpu.terminator
 
 // Attention's logits against the selected cache rows:
 // logits[t, h, s] += q[t, h, d] * cache[max(sel[t, s], 0), d]. One tiled

@@ -1,5 +1,13 @@
 // RUN: dsf-opt %s --dsf-gpu-grouped-experts=min-rows=16 --split-input-file | FileCheck %s
 // RUN: dsf-opt %s --dsf-gpu-grouped-experts="min-rows=16 batch-invariant=true" --split-input-file | FileCheck --check-prefix=INVARIANT %s
+// RUN: dsf-opt %s --dsf-gpu-grouped-experts="min-rows=16 math=tf32" --split-input-file | FileCheck --check-prefix=TF32 %s
+
+// math=tf32: each expert's tile on the tensor cores.
+// TF32-LABEL: func.func @project
+// TF32: workgroup({{.*}} : memref<16x72xf32, #gpu.address_space<workgroup>>
+// TF32-COUNT-8: nvvm.mma.sync
+// TF32-NOT: nvvm.mma.sync
+// TF32: gpu.terminator
 
 // The routed experts' projection g[t, s, :] += W[e[t, s]] x[t]: from 16
 // (token, slot) rows, per-expert counts and ranks by atomics, the starts on

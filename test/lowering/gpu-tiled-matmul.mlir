@@ -1,5 +1,35 @@
 // RUN: dsf-opt %s --dsf-gpu-tiled-matmul=min-rows=16 --split-input-file | FileCheck %s
 // RUN: dsf-opt %s --dsf-gpu-tiled-matmul="min-rows=16 batch-invariant=true" --split-input-file | FileCheck --check-prefix=INVARIANT %s
+// RUN: dsf-opt %s --dsf-gpu-tiled-matmul="min-rows=16 math=tf32" --split-input-file | FileCheck --check-prefix=TF32 %s
+// RUN: dsf-opt %s --dsf-gpu-tiled-matmul="min-rows=16 math=3xtf32" --split-input-file | FileCheck --check-prefix=TF32X3 %s
+
+// On the tensor cores (math=tf32): the same staging into slices padded to
+// 72 floats a row (the fragments' reads fall in 32 banks), then per 8-deep
+// step a warp's A fragment (4 values rounded to tf32) and, for each of its
+// four n8 tiles, a B fragment (2 values) and one mma.sync m16n8k8 onto 4
+// accumulators; the warp kernel below 16 rows is as before.
+// TF32-LABEL: func.func @proj
+// TF32: gpu.launch {{.*}} workgroup(%[[AS:.*]] : memref<16x72xf32, #gpu.address_space<workgroup>>, %[[WS:.*]] : memref<16x72xf32, #gpu.address_space<workgroup>>)
+// TF32: gpu.barrier
+// TF32-COUNT-4: nvvm.convert.float.to.tf32 {{.*}} {rnd = #nvvm.fp_rnd_mode<rna>}
+// TF32-COUNT-2: nvvm.convert.float.to.tf32
+// TF32: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<tf32>, multiplicandBPtxType = #nvvm.mma_type<tf32>, shape = #nvvm.shape<m = 16, n = 8, k = 8>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// TF32-COUNT-4: llvm.extractvalue
+// TF32-COUNT-7: nvvm.mma.sync
+// TF32-NOT: nvvm.mma.sync
+// TF32: gpu.barrier
+// TF32: gpu.terminator
+// TF32: gpu.shuffle xor
+// 3xtf32: each operand split into a tf32 high part and the tf32 rounding of
+// what it missed; three products per tile (lo*hi, hi*lo, then hi*hi).
+// TF32X3-LABEL: func.func @proj
+// TF32X3: %[[HI:.*]] = nvvm.convert.float.to.tf32 %[[X:[0-9]+]]
+// TF32X3: %[[HIF:.*]] = arith.bitcast %[[HI]] : i32 to f32
+// TF32X3: %[[REST:.*]] = arith.subf %[[X]], %[[HIF]]
+// TF32X3: nvvm.convert.float.to.tf32 %[[REST]]
+// TF32X3-COUNT-24: nvvm.mma.sync
+// TF32X3-NOT: nvvm.mma.sync
+// TF32X3: gpu.terminator
 
 // Batch-invariant: below 16 rows the generic stays (one thread per output,
 // the tiled kernel's order of sums).

@@ -90,6 +90,10 @@ cl::opt<bool> batchInvariant("batch-invariant",
                              cl::desc("--target=cuda: every projection sums in one order whatever the number of rows, "
                                       "so a decode equals its prefill bit for bit (slower decode)"),
                              cl::cat(dsfCategory));
+cl::opt<std::string> tileMath("tile-math",
+                              cl::desc("--target=cuda: the tiled products' arithmetic: f32 (SIMT cores, the default), "
+                                       "tf32 or 3xtf32 (tensor cores, mma.sync; 3xtf32 about f32's accuracy)"),
+                              cl::init("f32"), cl::cat(dsfCategory));
 cl::opt<std::string> cudaToolkit("cuda-toolkit", cl::desc("--target=cuda: the CUDA toolkit whose ptxas compiles the kernels"),
                                  cl::init("/usr/local/cuda"), cl::cat(dsfCategory));
 cl::opt<std::string> output("o", cl::desc("Output file (default: stdout)"),
@@ -141,6 +145,7 @@ int compileArtifact(mlir::ModuleOp module, const dsf::ModelConfig &config,
   cudaOptions.toolkit = cudaToolkit;
   cudaOptions.emitPtx = emit == "ptx";
   cudaOptions.batchInvariant = batchInvariant;
+  cudaOptions.tileMath = tileMath;
   if (cuda && !cudaOptions.emitPtx && !llvm::sys::fs::exists(cudaToolkit + "/bin/ptxas"))
     return error("--target=cuda: no ptxas in " + cudaToolkit + "/bin (give the toolkit with --cuda-toolkit)");
   if (failed(mlir::applyPassManagerCLOptions(toLlvm)) ||
@@ -225,6 +230,10 @@ int main(int argc, char **argv) {
     return error("--topk-threshold-from: expected a count of entries >= 0, not " + std::to_string(topkThresholdFrom));
   if (batchInvariant && target != "cuda")
     return error("--batch-invariant chooses the kernels of --target=cuda (the CPU's sum in one order already)");
+  if (tileMath != "f32" && tileMath != "tf32" && tileMath != "3xtf32")
+    return error("--tile-math: unknown arithmetic '" + tileMath + "' (expected f32, tf32 or 3xtf32)");
+  if (tileMath != "f32" && target != "cuda")
+    return error("--tile-math chooses the kernels of --target=cuda");
 
   mlir::dsf::PipelineOptions pipelineOptions;
   pipelineOptions.kvQuant = !noKvQuant;
