@@ -22,7 +22,8 @@ import subprocess
 import sys
 import time
 
-import numpy as np
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tier_floors  # noqa: E402
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, "build")
@@ -64,15 +65,8 @@ first, host = run(stdin_lines=[ids[:PREFIX], ids])
 session_wall = time.time() - t0
 approx = run(ids=ids)[0]
 exact = run("--replay", "exact", ids=ids)[0]
-files = [os.path.join(cache, f) for f in os.listdir(cache) if f.endswith(".kvb")]
-t0 = time.perf_counter()
-read = sum(len(open(f, "rb").read()) for f in files)
-read_s = time.perf_counter() - t0
-buf = np.zeros(max(host["host_bytes_read"], 1), np.uint8)
-t0 = time.perf_counter()
-for _ in range(10):
-    buf.copy()
-copy_s = (time.perf_counter() - t0) / 10
+read, read_s, records = tier_floors.store_read(cache)
+copy_s = tier_floors.memory_copy(host["host_bytes_read"])
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
 cold = first["first_token_seconds"]
 rows = [("host pool", host), ("store + approximate replay", approx), ("store + exact replay", exact)]
@@ -100,7 +94,7 @@ lines = [
     "| tier | bytes | restore s | floor |",
     "|---|---|---|---|",
     f"| prefix store | {approx['ssd_bytes_read']:,} | {approx['restore_seconds']:.4f} | page-cache read of the "
-    f"{len(files)} records: {read_s:.4f} s ({read:,} B) |",
+    f"{records} records: {read_s:.4f} s ({read:,} B) |",
     f"| host pool | {host['host_bytes_read']:,} | {host['restore_seconds']:.4f} | memory copy: {copy_s:.5f} s |",
 ]
 open(out, "w").write("\n".join(lines) + "\n")

@@ -29,6 +29,9 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tier_floors  # noqa: E402
+
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, "build")
 sys.path.insert(0, os.path.join(root, "test", "reference"))
@@ -73,15 +76,8 @@ for prefix in [256, 512, 4064]:
     host = run(None, "--session", "bench", stdin_lines=[ids[:prefix], ids])[1]
     ttft.append((prefix, cold, approx, exact, host))
     # Floors for the restored bytes: a memory copy and a page-cache read.
-    files = [os.path.join(cache, f) for f in os.listdir(cache) if f.endswith(".kvb")]
-    t0 = time.perf_counter()
-    read = sum(len(open(f, "rb").read()) for f in files)
-    read_s = time.perf_counter() - t0
-    buf = np.zeros(max(host["host_bytes_read"], 1), np.uint8)
-    t0 = time.perf_counter()
-    for _ in range(10):
-        buf.copy()
-    copy_s = (time.perf_counter() - t0) / 10
+    read, read_s, records = tier_floors.store_read(cache)
+    copy_s = tier_floors.memory_copy(host["host_bytes_read"])
     restore.append((prefix, approx, host, read, read_s, copy_s))
 
 # A multi-turn agent trace: shared system prompt, growing histories.

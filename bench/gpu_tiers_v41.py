@@ -29,6 +29,9 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tier_floors  # noqa: E402
+
 dsf_run, artifact4k, artifact64k, weights, out = sys.argv[1:6]
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(root, "test", "reference"))
@@ -97,15 +100,8 @@ for prefix in [1024, 2048, 4064, 32752]:
     approx_hd = run(ids, "--cache-dir", cache, host_decode=True)[0]
     host_hd = run(None, stdin_lines=[ids[:prefix], ids], host_decode=True)[1]
     ttft.append((prefix, cold, approx, exact, host))
-    files = [os.path.join(cache, f) for f in os.listdir(cache) if f.endswith(".kvb")]
-    t0 = time.perf_counter()
-    read = sum(len(open(f, "rb").read()) for f in files)
-    read_s = time.perf_counter() - t0
-    buf = np.zeros(max(host["host_bytes_read"], 1), np.uint8)
-    t0 = time.perf_counter()
-    for _ in range(10):
-        buf.copy()
-    copy_s = (time.perf_counter() - t0) / 10
+    read, read_s, records = tier_floors.store_read(cache)
+    copy_s = tier_floors.memory_copy(host["host_bytes_read"])
     pinned_s = pinned_copy(max(host["host_bytes_read"], 1))
     restore.append((prefix, approx, host, read, read_s, copy_s, approx_hd, host_hd, pinned_s))
 
