@@ -109,7 +109,7 @@ std::optional<Contraction> match(linalg::GenericOp g, int64_t minRows) {
 
 struct GpuBatchedContractionPass : impl::GpuBatchedContractionBase<GpuBatchedContractionPass> {
   using GpuBatchedContractionBase::GpuBatchedContractionBase;
-  void rewrite(const Contraction &c) {
+  void rewrite(const Contraction &c, TileMath tileMath) {
     linalg::GenericOp g = c.generic;
     OpBuilder b(g);
     Location loc = g.getLoc();
@@ -144,22 +144,19 @@ struct GpuBatchedContractionPass : impl::GpuBatchedContractionBase<GpuBatchedCon
     g.erase();
   }
 
-  TileMath tileMath = TileMath::F32;
-
   void runOnOperation() override {
-    FailureOr<TileMath> parsed = tileMathOption(getOperation(), getArgument(), math);
-    if (failed(parsed))
+    FailureOr<TileMath> tileMath = tileMathOption(getOperation(), getArgument(), math);
+    if (failed(tileMath))
       return signalPassFailure();
-    tileMath = *parsed;
     SmallVector<Contraction> found;
     getOperation().walk([&](linalg::GenericOp g) {
-      if (g->getParentOfType<gpu::GPUModuleOp>() || g->getParentOfType<gpu::LaunchOp>())
+      if (insideKernel(g))
         return;
       if (auto c = match(g, minRows))
         found.push_back(*c);
     });
     for (const Contraction &c : found)
-      rewrite(c);
+      rewrite(c, *tileMath);
   }
 };
 } // namespace

@@ -183,7 +183,7 @@ struct GpuBlockReducePass : impl::GpuBlockReduceBase<GpuBlockReducePass> {
   void runOnOperation() override {
     SmallVector<std::pair<linalg::GenericOp, Operation *>> found;
     getOperation().walk([&](linalg::GenericOp g) {
-      if (g->getParentOfType<gpu::GPUModuleOp>() || g->getParentOfType<gpu::LaunchOp>())
+      if (insideKernel(g))
         return;
       if (Operation *c = blockCombiner(g, minSumPoints))
         found.push_back({g, c});

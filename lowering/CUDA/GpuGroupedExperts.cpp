@@ -69,7 +69,7 @@ FailureOr<ExpertMatmul> match(linalg::GenericOp g, StringRef kind) {
 struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass> {
   using GpuGroupedExpertsBase::GpuGroupedExpertsBase;
 
-  void rewrite(const ExpertMatmul &m) {
+  void rewrite(const ExpertMatmul &m, TileMath tileMath) {
     linalg::GenericOp g = m.generic;
     OpBuilder b(g);
     Location loc = g.getLoc();
@@ -245,18 +245,15 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
     g.erase();
   }
 
-  TileMath tileMath = TileMath::F32;
-
   void runOnOperation() override {
-    FailureOr<TileMath> parsed = tileMathOption(getOperation(), getArgument(), math);
-    if (failed(parsed))
+    FailureOr<TileMath> tileMath = tileMathOption(getOperation(), getArgument(), math);
+    if (failed(tileMath))
       return signalPassFailure();
-    tileMath = *parsed;
     SmallVector<ExpertMatmul> found;
     bool bad = false;
     getOperation().walk([&](linalg::GenericOp g) {
       auto kind = g->getAttrOfType<StringAttr>("dsf.experts");
-      if (!kind || g->getParentOfType<gpu::GPUModuleOp>() || g->getParentOfType<gpu::LaunchOp>())
+      if (!kind || insideKernel(g))
         return;
       FailureOr<ExpertMatmul> m = match(g, kind.getValue());
       if (failed(m))
@@ -267,7 +264,7 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
     if (bad)
       return signalPassFailure();
     for (const ExpertMatmul &m : found)
-      rewrite(m);
+      rewrite(m, *tileMath);
   }
 };
 } // namespace

@@ -116,7 +116,7 @@ struct GpuTiledMatmulPass : impl::GpuTiledMatmulBase<GpuTiledMatmulPass> {
       return signalPassFailure();
     SmallVector<linalg::GenericOp> matmuls, grouped;
     getOperation().walk([&](linalg::GenericOp g) {
-      if (g->getParentOfType<gpu::GPUModuleOp>() || g->getParentOfType<gpu::LaunchOp>())
+      if (insideKernel(g))
         return;
       if (isRowsTimesTransposed(g))
         matmuls.push_back(g);

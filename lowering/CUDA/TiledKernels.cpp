@@ -37,6 +37,10 @@ TileRows tileRowsUpTo(Value M) {
   };
 }
 
+bool insideKernel(Operation *op) {
+  return op->getParentOfType<gpu::GPUModuleOp>() || op->getParentOfType<gpu::LaunchOp>();
+}
+
 std::optional<TileMath> parseTileMath(llvm::StringRef name) {
   if (name == "f32")
     return TileMath::F32;

@@ -43,6 +43,10 @@ TileRows tileRowsUpTo(Value M);
 /// the three products that matter (hi*hi + hi*lo + lo*hi), about f32's
 /// accuracy at a third of the tensor-core rate.
 enum class TileMath { F32, Tf32, Tf32x3 };
+/// Whether `op` is device code already (in a kernel module or a launch's
+/// body): the CUDA passes rewrite only the host's generics.
+bool insideKernel(Operation *op);
+
 /// "f32", "tf32", "3xtf32".
 std::optional<TileMath> parseTileMath(llvm::StringRef name);
 /// A pass's `math` option, or an error on `op` naming the pass and the value.
