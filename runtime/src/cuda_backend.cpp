@@ -163,6 +163,11 @@ void writeProfile() {
 }
 } // namespace
 
+bool switchOn(const char *name) {
+  const char *v = std::getenv(name);
+  return v && *v && std::string(v) != "0";
+}
+
 bool ensureDriver(std::string &error) {
   Driver &d = driver();
   if (d.ready)
@@ -232,8 +237,7 @@ bool ensureDriver(std::string &error) {
       !check(d.cuCtxSetCurrent(d.context), "cuCtxSetCurrent") || !check(d.cuStreamCreate(&d.stream, 0), "cuStreamCreate"))
     return false;
   d.device = name;
-  const char *sync = std::getenv("DSF_CUDA_SYNC");
-  d.syncEachLaunch = sync && *sync && std::string(sync) != "0";
+  d.syncEachLaunch = switchOn("DSF_CUDA_SYNC");
   if (const char *profile = std::getenv("DSF_CUDA_PROFILE"); profile && *profile) {
     if (!check(d.cuEventCreate(&d.eventStart, 0), "cuEventCreate") ||
         !check(d.cuEventCreate(&d.eventStop, 0), "cuEventCreate"))
@@ -425,7 +429,7 @@ bool decodeRows(const std::vector<DecodeSegment> &segments, std::string &error) 
       return false;
     }
     kernelNames()[kernel] = "dsf_decode_state_rows (runtime)";
-    static std::vector<float> host(528);
+    std::vector<float> host(528);   // staged by the copy before it returns (pageable)
     for (int i = 0; i < 256; ++i) {
       host[size_t(i)] = decodeE4M3(uint8_t(i));
       host[size_t(256 + i)] = decodeUE8M0(uint8_t(i));

@@ -8,6 +8,9 @@
 #include <vector>
 
 namespace dsf::rt::cuda {
+/// Whether the switch `name` (DSF_CUDA_SYNC, DSF_STATE_ON_HOST, ...) is set
+/// to anything but empty or "0".
+bool switchOn(const char *name);
 /// Loads libcuda.so.1 and makes device 0's primary context current; false,
 /// with the reason, without a driver or a device.
 bool ensureDriver(std::string &error);

@@ -4,9 +4,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <fcntl.h>
-#include <fstream>
-#include <sstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace dsf::rt {
@@ -48,19 +48,41 @@ bool writeFileAtomically(const std::string &path, const std::vector<std::pair<co
 }
 
 bool readWholeFile(const std::string &path, std::string &out, std::string &error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  out.clear();
+  return appendWholeFile(path, out, error);
+}
+
+bool appendWholeFile(const std::string &path, std::string &out, std::string &error) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
     error = path + ": cannot open: " + std::strerror(errno);
     return false;
   }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) {
-    error = path + ": read error";
-    return false;
+  const size_t base = out.size();
+  bool ok = true;
+  struct stat st;
+  size_t size = ::fstat(fd, &st) == 0 && st.st_size > 0 ? size_t(st.st_size) : 0;
+  // The size fstat gives first, then whatever the file still holds past it.
+  for (size_t want = std::max<size_t>(size, 1); ok;) {
+    size_t at = out.size();
+    out.resize(at + want);
+    ssize_t got = ::read(fd, &out[at], want);
+    if (got < 0 && errno == EINTR) {
+      out.resize(at);
+      continue;
+    }
+    ok = got >= 0;
+    out.resize(at + (got > 0 ? size_t(got) : 0));
+    if (got <= 0)
+      break;
+    want = size_t(got) < want ? want - size_t(got) : 65536;
   }
-  out = buffer.str();
-  return true;
+  ::close(fd);
+  if (!ok) {
+    error = path + ": read error: " + std::strerror(errno);
+    out.resize(base);
+  }
+  return ok;
 }
 
 } // namespace dsf::rt

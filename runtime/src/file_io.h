@@ -17,6 +17,9 @@ bool writeFileAtomically(const std::string &path, const std::vector<std::pair<co
 
 /// The whole file; false (with `error` naming it) when unreadable.
 bool readWholeFile(const std::string &path, std::string &out, std::string &error);
+/// The whole file appended to `out` (read straight into it); on failure
+/// `out` is as it was.
+bool appendWholeFile(const std::string &path, std::string &out, std::string &error);
 
 } // namespace dsf::rt
 

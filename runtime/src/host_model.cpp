@@ -418,10 +418,7 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
   // DSF_STATE_ON_HOST=1 sends the state to the host after every call, the
   // runtime's way before the device tier: the anchor of
   // bench/gpu_device_tier.py.
-  static const bool stateOnHost = [] {
-    const char *v = std::getenv("DSF_STATE_ON_HOST");
-    return v && *v && std::string(v) != "0";
-  }();
+  static const bool stateOnHost = cuda::switchOn("DSF_STATE_ON_HOST");
   auto residentOnDevice = [&](size_t k) { return cuda_ && !stateOnHost && k > 0 && views[k].contiguous(); };
   std::vector<std::vector<float>> hostCopies(views.size());
   if (cuda_ && deviceOk) {
@@ -485,10 +482,7 @@ bool HostModel::placeState(Sequence &sequence, std::string &error) const {
       packed.push_back(&t);
   if (packed.empty())
     return true;
-  static const bool hostOnly = [] {
-    const char *v = std::getenv("DSF_DECODE_ON_HOST");
-    return v && *v && std::string(v) != "0";
-  }();
+  static const bool hostOnly = cuda::switchOn("DSF_DECODE_ON_HOST");
   if (cuda_ && cuda::haveDeviceCodecs() && !hostOnly) {
     // Each tier buffer once to the device (one bulk copy for a session from
     // the host pool, one for a prefix from the store), then one kernel for

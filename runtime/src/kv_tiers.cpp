@@ -116,44 +116,55 @@ std::string packState(const StateSlot &slot, const StateTensor &t) {
   return out;
 }
 
-bool unpackState(const StateSlot &slot, const std::shared_ptr<const std::string> &packed, size_t &at,
-                 StateTensor &t, std::string &error) {
-  const std::string &bytes = *packed;
+namespace {
+/// Checks the tensor at `at` in `bytes` (header, format, size) and says
+/// where its codes and scales are, leaving `at` after it.
+bool scanState(const StateSlot &slot, const std::string &bytes, size_t &at, int64_t &rows, int64_t &width,
+               PackedRows::Segment &segment, std::string &error) {
   uint8_t e;
-  if (!getValue(bytes, at, e) || !getValue(bytes, at, t.rows) || !getValue(bytes, at, t.width) || e > NVFP4 ||
-      t.rows < 0 || t.width != slot.width || t.rows > (int64_t(1) << 32)) {
+  if (!getValue(bytes, at, e) || !getValue(bytes, at, rows) || !getValue(bytes, at, width) || e > NVFP4 ||
+      rows < 0 || width != slot.width || rows > (int64_t(1) << 32)) {
     error = "state '" + slot.name + "': bad tensor header";
     return false;
   }
-  PackedRows::Segment segment;
-  segment.rows = t.rows;
+  segment = PackedRows::Segment();
+  segment.rows = rows;
   segment.codes = at;
   if (e == F32) {
     segment.f32 = true;
-    size_t n = size_t(t.rows * t.width) * sizeof(float);
+    size_t n = size_t(rows * width) * sizeof(float);
     if (at + n > bytes.size()) {
       error = "state '" + slot.name + "': truncated";
       return false;
     }
     at += n;
-  } else {
-    RowFormat f = e == FP8 ? RowFormat::FP8 : e == MXFP4 ? RowFormat::MXFP4 : RowFormat::NVFP4;
-    RowFormat expected;
-    if (!rowFormatOf(slot, expected) || expected != f) {
-      error = "state '" + slot.name + "': stored in another format than the model's";
-      return false;
-    }
-    size_t codes = size_t(t.rows * codeBytes(f, t.width)), scales = size_t(t.rows * (t.width / blockOf(f)));
-    if (at + codes + scales > bytes.size()) {
-      error = "state '" + slot.name + "': truncated";
-      return false;
-    }
-    segment.format = f;
-    segment.scales = at + codes;
-    at += codes + scales;
+    return true;
   }
-  // Decoded where the next call needs it (HostModel::run): on the device for
-  // a CUDA artifact.
+  RowFormat f = e == FP8 ? RowFormat::FP8 : e == MXFP4 ? RowFormat::MXFP4 : RowFormat::NVFP4;
+  RowFormat expected;
+  if (!rowFormatOf(slot, expected) || expected != f) {
+    error = "state '" + slot.name + "': stored in another format than the model's";
+    return false;
+  }
+  size_t codes = size_t(rows * codeBytes(f, width)), scales = size_t(rows * (width / blockOf(f)));
+  if (at + codes + scales > bytes.size()) {
+    error = "state '" + slot.name + "': truncated";
+    return false;
+  }
+  segment.format = f;
+  segment.scales = at + codes;
+  at += codes + scales;
+  return true;
+}
+} // namespace
+
+bool unpackState(const StateSlot &slot, const std::shared_ptr<const std::string> &packed, size_t &at,
+                 StateTensor &t, std::string &error) {
+  PackedRows::Segment segment;
+  if (!scanState(slot, *packed, at, t.rows, t.width, segment, error))
+    return false;
+  // Decoded where the next call needs it (HostModel::placeState): on the
+  // device for a CUDA artifact.
   t.values.clear();
   t.device.reset();
   auto rows = std::make_shared<PackedRows>();
@@ -239,9 +250,10 @@ int64_t PrefixStore::restore(const std::vector<int32_t> &ids, std::vector<uint64
                              std::vector<std::string> &warnings) {
   int64_t B = options_.blockTokens, blocks = std::min<int64_t>(maxTokens, int64_t(ids.size())) / B;
   extendChain(ids, hashes, blocks);
-  // Every record's bytes go into one buffer, which the sequence's state then
-  // refers to (decoded where the next call runs: HostModel::run), so that a
-  // CUDA artifact takes the whole prefix in one bulk copy.
+  // Every record is read straight into one buffer, which the sequence's
+  // state then refers to (decoded where the next call runs:
+  // HostModel::placeState), so that a CUDA artifact takes the whole prefix
+  // in one bulk copy.
   std::string all;
   std::map<std::string, StateTensor> state;
   std::map<std::string, PackedRows> rows;
@@ -250,12 +262,18 @@ int64_t PrefixStore::restore(const std::vector<int32_t> &ids, std::vector<uint64
   int64_t found = 0;
   bool approximate = false;
   std::vector<std::string> used;
-  // Block k's record, exact or approximate: its deltas, or why not.
+  // What a block's record adds to a slot: its rows there, in `all`.
+  struct Delta {
+    const StateSlot *slot;
+    int64_t rows;
+    PackedRows::Segment segment;
+  };
+  // Block k's record, exact or approximate, appended to `all`: its deltas,
+  // or why not (and `all` as it was).
   enum class Read { Missing, Rejected, Ok };
-  auto readBlock = [&](int64_t k, bool approx, std::map<std::string, StateTensor> &delta,
-                       std::shared_ptr<std::string> &record) {
-    std::string &data = *record;
+  auto readBlock = [&](int64_t k, bool approx, std::vector<Delta> &deltas) {
     std::string name = recordName(hashes[size_t(k)], approx), path = options_.dir + "/" + name;
+    const size_t base = all.size();
     struct stat st;
     if (::stat(path.c_str(), &st) != 0)
       return Read::Missing;
@@ -263,6 +281,7 @@ int64_t PrefixStore::restore(const std::vector<int32_t> &ids, std::vector<uint64
       warnings.push_back(path + ": " + why + "; not used (recomputed)");
       ::unlink(path.c_str());
       index_.erase(name);
+      all.resize(base);
       return Read::Rejected;
     };
     if (options_.ttlSeconds > 0 && nowSeconds() - int64_t(st.st_mtime) > options_.ttlSeconds) {
@@ -271,28 +290,30 @@ int64_t PrefixStore::restore(const std::vector<int32_t> &ids, std::vector<uint64
       return Read::Missing;
     }
     std::string error;
-    if (!readWholeFile(path, data, error)) {
+    if (!appendWholeFile(path, all, error)) {
       warnings.push_back(error);
       return Read::Missing;
     }
+    const char *record = all.data() + base;
+    const size_t size = all.size() - base;
     // Header: magic, version, flags, model, chain hashes, block, sizes,
     // checksums.
     uint32_t version = 0, flags = 0, blockIndex = 0, blockTokens = 0;
     uint64_t model = 0, hash = 0, parent = 0, payloadBytes = 0, payloadSum = 0, headerSum = 0;
-    size_t at = 8;
-    if (data.size() < kRecordHeader || std::memcmp(data.data(), kRecordMagic, 8) != 0)
+    size_t at = base + 8;
+    if (size < kRecordHeader || std::memcmp(record, kRecordMagic, 8) != 0)
       return reject("not a prefix-cache record (bad magic or truncated header)");
-    getValue(data, at, version);
-    getValue(data, at, flags);
-    getValue(data, at, model);
-    getValue(data, at, hash);
-    getValue(data, at, parent);
-    getValue(data, at, blockIndex);
-    getValue(data, at, blockTokens);
-    getValue(data, at, payloadBytes);
-    getValue(data, at, payloadSum);
-    getValue(data, at, headerSum);
-    if (headerSum != checksum64(data.data(), 64))
+    getValue(all, at, version);
+    getValue(all, at, flags);
+    getValue(all, at, model);
+    getValue(all, at, hash);
+    getValue(all, at, parent);
+    getValue(all, at, blockIndex);
+    getValue(all, at, blockTokens);
+    getValue(all, at, payloadBytes);
+    getValue(all, at, payloadSum);
+    getValue(all, at, headerSum);
+    if (headerSum != checksum64(record, 64))
       return reject("header checksum mismatch (corrupted)");
     if (version != kRecordVersion)
       return reject("record format version " + std::to_string(version) + ", this runtime reads " +
@@ -303,25 +324,26 @@ int64_t PrefixStore::restore(const std::vector<int32_t> &ids, std::vector<uint64
     if (model != modelHash_ || hash != hashes[size_t(k)] || parent != (k ? hashes[size_t(k - 1)] : modelHash_) ||
         blockIndex != uint32_t(k + 1) || blockTokens != uint32_t(B))
       return reject("a record of another model or prefix");
-    if (data.size() != kRecordHeader + payloadBytes)
-      return reject("truncated (" + std::to_string(data.size()) + " bytes, expected " +
+    if (size != kRecordHeader + payloadBytes)
+      return reject("truncated (" + std::to_string(size) + " bytes, expected " +
                     std::to_string(kRecordHeader + payloadBytes) + ")");
-    if (payloadSum != checksum64(data.data() + kRecordHeader, payloadBytes))
+    if (payloadSum != checksum64(record + kRecordHeader, payloadBytes))
       return reject("payload checksum mismatch (corrupted)");
-    if (std::memcmp(data.data() + kRecordHeader, ids.data() + k * B, size_t(B) * 4) != 0)
+    if (std::memcmp(record + kRecordHeader, ids.data() + k * B, size_t(B) * 4) != 0)
       return reject("holds other tokens (a hash collision)");
-    at = kRecordHeader + size_t(B) * 4;
+    at = base + kRecordHeader + size_t(B) * 4;
     uint32_t count = 0;
-    getValue(data, at, count);
+    getValue(all, at, count);
     bool ok = count == manifest_->state.size();
     std::string why = ok ? "" : "holds another set of state slots";
     for (uint32_t i = 0; ok && i < count; ++i) {
       const StateSlot &slot = manifest_->state[i];
       if (slot.kind == "window")
         continue;
-      StateTensor t;
-      ok = unpackState(slot, record, at, t, why);
-      delta[slot.name] = std::move(t);
+      Delta d{&slot, 0, {}};
+      int64_t width = 0;
+      ok = scanState(slot, all, at, d.rows, width, d.segment, why);
+      deltas.push_back(d);
     }
     if (!ok)
       return reject(why);
@@ -329,41 +351,32 @@ int64_t PrefixStore::restore(const std::vector<int32_t> &ids, std::vector<uint64
     return Read::Ok;
   };
   for (int64_t k = 0; k < blocks; ++k) {
-    std::map<std::string, StateTensor> delta;
-    auto record = std::make_shared<std::string>();
-    Read read = readBlock(k, false, delta, record);
+    std::vector<Delta> deltas;
+    Read read = readBlock(k, false, deltas);
     bool approx = false;
     if (read != Read::Ok && allowApproximate) {
-      delta.clear();
+      deltas.clear();
       approx = true;
-      record = std::make_shared<std::string>();
-      read = readBlock(k, true, delta, record);
+      read = readBlock(k, true, deltas);
     }
     if (read != Read::Ok)
       break;
     approximate |= approx;
-    // The record's segments, moved to where its bytes go in `all`.
-    const size_t base = all.size();
-    for (auto &[slotName, t] : delta) {
-      const StateSlot *slot = manifest_->slot(slotName);
-      StateTensor &acc = state[slotName];
-      PackedRows &accRows = rows[slotName];
-      if (slot->kind == "carry") {
+    for (Delta &d : deltas) {
+      StateTensor &acc = state[d.slot->name];
+      PackedRows &accRows = rows[d.slot->name];
+      if (d.slot->kind == "carry") {   // a carry is the block's last, not a sum
         acc.rows = 0;
         accRows.segments.clear();
       }
-      for (PackedRows::Segment segment : t.packed->segments) {
-        segment.codes += base;
-        segment.scales += base;
-        segment.firstRow = acc.rows;
-        accRows.segments.push_back(segment);
-      }
-      acc.rows += t.rows;
+      d.segment.firstRow = acc.rows;
+      if (d.rows > 0)
+        accRows.segments.push_back(d.segment);
+      acc.rows += d.rows;
     }
-    all += *record;
-    bytes += int64_t(record->size());
     found = k + 1;
   }
+  bytes += int64_t(all.size());
   if (found == 0)
     return 0;
   // The caches of a prefix of P tokens hold P div ratio entries each.
