@@ -236,6 +236,50 @@ def GpuBatchedContraction : Pass<"dsf-gpu-batched-contraction", "::mlir::ModuleO
                            "::mlir::memref::MemRefDialect", "::mlir::affine::AffineDialect"];
 }
 
+def GpuFuseMhc : Pass<"dsf-gpu-fuse-mhc", "::mlir::ModuleOp"> {
+  let summary = "Run each mHC site helper as one pass over the streams and a thread per token";
+  let description = [{
+    dsf-to-linalg runs every mHC site through a helper function per shape
+    (marked `dsf.hc_site = {n, width, iters, eps, norm_eps, update,
+    collapse}`): the residual update when the site is fused, the (2+n)n
+    projections of the flattened streams and their sum of squares, the
+    logits, sigmoid, the row softmax, the Sinkhorn rounds, and the next
+    input's collapse when asked, some twenty kernels a site. On bufferized
+    IR this pass replaces the helper's body with two kernels: a block of 256
+    threads per (token, 256 channels) writes X' and the collapse at its
+    channels and sums its share of the projections and squares (warp
+    shuffles, then the warps in order) into a partial; a thread per token
+    adds the partials in order and computes the coefficients in registers.
+    The update, the collapse and the per-token arithmetic are the linalg's
+    in its order; the long sums add in another order than the CPU's, the
+    same for any number of tokens. Helpers of more than 8 streams stay as
+    they are; a helper whose signature is not its shape's is an error.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect"];
+}
+
+def GpuSelectTopk : Pass<"dsf-gpu-select-topk", "::mlir::ModuleOp"> {
+  let summary = "Run each top-k helper as one kernel, a block per token";
+  let description = [{
+    dsf-to-linalg selects the indexer's top-k in a helper function per (k,
+    threshold-from) (marked `dsf.topk = {k}`): scores [tokens, entries], -inf
+    where an entry is no candidate, to [tokens, k] ascending entry indices,
+    -1 padded; its linalg is a threshold search of some 150 kernels. On
+    bufferized IR this pass replaces the helper's body with one kernel, a
+    block of 512 threads per token: the k-th largest key by a radix select
+    over four 8-bit digits (shared-memory histograms, warp 0 picking each
+    digit with shuffles), then one pass over the entries in index order in
+    which block scans rank the ties at the threshold (the first
+    k - #above are kept, as the linalg's cut keeps them) and give each
+    selected entry its slot. The same entries in the same order as the
+    linalg, for any number of entries. A helper whose signature is not
+    memref<?x?xf32> -> memref<?xKxi32> is an error.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 def GpuFuseSinkhorn : Pass<"dsf-gpu-fuse-sinkhorn", "::mlir::ModuleOp"> {
   let summary = "Run each Sinkhorn helper as one kernel, a thread per token";
   let description = [{

@@ -1,4 +1,5 @@
 //===- GpuFuseSinkhorn.cpp - dsf-gpu-fuse-sinkhorn --------------------------===//
+#include "lowering/CUDA/MhcKernels.h"
 #include "lowering/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -6,6 +7,32 @@
 namespace mlir::dsf {
 #define GEN_PASS_DEF_GPUFUSESINKHORN
 #include "lowering/Passes.h.inc"
+
+SmallVector<Value> normaliseCells(OpBuilder &b, Location loc, ArrayRef<Value> cells, int64_t n, int axis, Value eps) {
+  SmallVector<Value> c(cells.begin(), cells.end());
+  Value zero = arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(0.0f));
+  for (int64_t kept = 0; kept < n; ++kept) {
+    auto at = [&](int64_t reduced) { return axis == 2 ? kept * n + reduced : reduced * n + kept; };
+    Value sum = zero;
+    for (int64_t q = 0; q < n; ++q)
+      sum = arith::AddFOp::create(b, loc, sum, c[at(q)]);
+    Value d = arith::AddFOp::create(b, loc, sum, eps);
+    for (int64_t q = 0; q < n; ++q)
+      c[at(q)] = arith::DivFOp::create(b, loc, c[at(q)], d);
+  }
+  return c;
+}
+
+SmallVector<Value> sinkhornRounds(OpBuilder &b, Location loc, ArrayRef<Value> cells, int64_t n, int64_t rounds,
+                                  Value eps) {
+  auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
+  auto loop = scf::ForOp::create(b, loc, idx(0), idx(rounds), idx(1), ValueRange(cells),
+                                 [&](OpBuilder &r, Location l, Value, ValueRange m) {
+                                   SmallVector<Value> c = normaliseCells(r, l, SmallVector<Value>(m), n, 2, eps);
+                                   scf::YieldOp::create(r, l, normaliseCells(r, l, c, n, 1, eps));
+                                 });
+  return SmallVector<Value>(loop.getResults());
+}
 
 namespace {
 constexpr int64_t kThreads = 128, kMaxN = 8;
@@ -61,27 +88,10 @@ struct GpuFuseSinkhornPass : impl::GpuFuseSinkhornBase<GpuFuseSinkhornPass> {
         for (int64_t j = 0; j < n; ++j)
           cells.push_back(memref::LoadOp::create(w, loc, in, ValueRange{t, idx(w, i), idx(w, j)}));
       Value eps = arith::ConstantOp::create(w, loc, epsAttr);
-      Value zero = arith::ConstantFloatOp::create(w, loc, w.getF32Type(), APFloat(0.0f));
-      auto rounds = scf::ForOp::create(
-          w, loc, idx(w, 0), idx(w, roundsAttr.getInt()), idx(w, 1), cells,
-          [&](OpBuilder &r, Location l, Value, ValueRange m) {
-            SmallVector<Value> c(m.begin(), m.end());
-            // Rows, then columns: sum from 0 in index order, then x / (sum + eps).
-            for (int axis = 2; axis >= 1; --axis)
-              for (int64_t kept = 0; kept < n; ++kept) {
-                auto at = [&](int64_t reduced) { return axis == 2 ? kept * n + reduced : reduced * n + kept; };
-                Value sum = zero;
-                for (int64_t q = 0; q < n; ++q)
-                  sum = arith::AddFOp::create(r, l, sum, c[at(q)]);
-                Value d = arith::AddFOp::create(r, l, sum, eps);
-                for (int64_t q = 0; q < n; ++q)
-                  c[at(q)] = arith::DivFOp::create(r, l, c[at(q)], d);
-              }
-            scf::YieldOp::create(r, l, c);
-          });
+      SmallVector<Value> rounds = sinkhornRounds(w, loc, cells, n, roundsAttr.getInt(), eps);
       for (int64_t i = 0; i < n; ++i)
         for (int64_t j = 0; j < n; ++j)
-          memref::StoreOp::create(w, loc, rounds.getResult(i * n + j), out, ValueRange{t, idx(w, i), idx(w, j)});
+          memref::StoreOp::create(w, loc, rounds[i * n + j], out, ValueRange{t, idx(w, i), idx(w, j)});
     }
   }
 };

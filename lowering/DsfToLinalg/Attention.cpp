@@ -523,6 +523,33 @@ Value rankSelect(OpBuilder &b, Location loc, Value ranked, int64_t k, Value q) {
   return selection;
 }
 
+RankedTensorType topkType(MLIRContext *ctx, int64_t k) {
+  return RankedTensorType::get({ShapedType::kDynamic, k}, IntegerType::get(ctx, 32));
+}
+
+} // namespace
+
+std::string topkName(const TopkSpec &s) {
+  return "dsf_topk_k" + std::to_string(s.k) + "_from" + std::to_string(s.thresholdFrom);
+}
+
+/// Both searches give the same selection; which one runs depends on the
+/// number of entries, known when the kernel runs.
+Value selectTopk(OpBuilder &b, Location loc, Value ranked, const TopkSpec &spec) {
+  Value entries = tensor::DimOp::create(b, loc, ranked, 1);
+  Value useThreshold =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, entries, indexConst(b, loc, spec.thresholdFrom));
+  auto choice = scf::IfOp::create(b, loc, TypeRange{topkType(b.getContext(), spec.k)}, useThreshold, /*withElse=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(choice.thenBlock());
+  scf::YieldOp::create(b, loc, thresholdSelect(b, loc, ranked, spec.k, ranked));
+  b.setInsertionPointToStart(choice.elseBlock());
+  scf::YieldOp::create(b, loc, rankSelect(b, loc, ranked, spec.k, ranked));
+  return choice.getResult(0);
+}
+
+namespace {
+
 /// The indexer: scores, visibility, the optional pool restriction, the
 /// top-k (ascending indices, -1 padded) and optionally a new pool.
 struct IndexTopkLowering : DsfPattern<IndexTopkOp> {
@@ -579,21 +606,13 @@ struct IndexTopkLowering : DsfPattern<IndexTopkOp> {
       ranked = elementwise(b, loc, ValueRange{visibleScores, pool}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
         return arith::SelectOp::create(nb, l, a[1], a[0], minusInfinity(nb, l));
       });
-    // Both searches give the same selection; which one runs depends on the
-    // number of entries, known when the kernel runs.
-    Value useThreshold = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, entries,
-                                               indexConst(b, loc, state.topkThresholdFrom));
-    auto selType = RankedTensorType::get({ShapedType::kDynamic, k}, b.getI32Type());
-    auto choice = scf::IfOp::create(b, loc, TypeRange{selType}, useThreshold, /*withElse=*/true);
-    {
-      // Through the rewriter, so that the conversion sees every op made.
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(choice.thenBlock());
-      scf::YieldOp::create(b, loc, thresholdSelect(b, loc, ranked, k, q));
-      b.setInsertionPointToStart(choice.elseBlock());
-      scf::YieldOp::create(b, loc, rankSelect(b, loc, ranked, k, q));
-    }
-    Value selection = choice.getResult(0);
+    // The selection: a call of the helper for (k, threshold-from), which the
+    // pass adds after the conversion (selectTopk below).
+    TopkSpec spec{k, state.topkThresholdFrom};
+    std::string name = topkName(spec);
+    state.topk[name] = spec;
+    Value selection =
+        func::CallOp::create(b, loc, name, TypeRange{topkType(ctx, k)}, ValueRange{ranked}).getResult(0);
     results.push_back(selection);
     if (op.getCandidatePool()) {
       auto poolType = llvm::cast<PoolType>(op.getCandidatePool().getType());

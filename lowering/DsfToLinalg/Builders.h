@@ -32,11 +32,36 @@ struct SinkhornSpec {
   double eps = 0;
 };
 
-/// What the patterns share: each function's weight values, the Sinkhorn
-/// helpers wanted.
+/// An mHC site runs in a helper function per shape (dsf_hc_site_...), added
+/// after the conversion like the Sinkhorn helpers: the coefficients of
+/// streams X [tokens, n, width], and, for a fused site, the residual update
+/// before them and the next input's collapse after. Every site of one shape
+/// calls the same helper, and a target can replace its body with kernels of
+/// its own (dsf-gpu-fuse-mhc) while the CPU runs the linalg below.
+struct HcSiteSpec {
+  int64_t n = 0, width = 0, iters = 0;
+  double eps = 0, normEps = 0;
+  bool update = false, collapse = false;
+};
+
+/// The indexer's top-k selection runs in a helper function per (k,
+/// threshold-from) (dsf_topk_...): scores [tokens, entries] (-inf: not a
+/// candidate) -> [tokens, k] ascending entry indices, -1 padded. The CPU runs
+/// its linalg (selectTopk); a target may replace the body with a kernel of
+/// its own (dsf-gpu-select-topk) that selects the same entries.
+struct TopkSpec {
+  int64_t k = 0, thresholdFrom = 0;
+};
+std::string topkName(const TopkSpec &spec);
+Value selectTopk(OpBuilder &b, Location loc, Value ranked, const TopkSpec &spec);
+
+/// What the patterns share: each function's weight values, the Sinkhorn,
+/// mHC and top-k helpers wanted.
 struct LoweringState {
   WeightValues weights;
   std::map<std::string, SinkhornSpec> sinkhorn;
+  std::map<std::string, HcSiteSpec> hcSites;
+  std::map<std::string, TopkSpec> topk;
   /// Entries from which a top-k runs as a threshold search (O(entries) a
   /// pass) instead of ranking every candidate against every other.
   int64_t topkThresholdFrom = 256;

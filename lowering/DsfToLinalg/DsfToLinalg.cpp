@@ -425,6 +425,50 @@ std::string sinkhornName(const SinkhornSpec &s) {
   return ("dsf_sinkhorn_n" + Twine(s.n) + "_r" + Twine(s.rounds) + "_e" + Twine::utohexstr(bits)).str();
 }
 
+HcSiteSpec hcSiteSpec(Value streams, int64_t iters, APFloat eps, APFloat normEps, bool update, bool collapse) {
+  auto type = tensorType(streams);
+  return HcSiteSpec{type.getDimSize(1), type.getDimSize(2), iters, eps.convertToDouble(), normEps.convertToDouble(),
+                    update, collapse};
+}
+
+/// dsf_hc_site_n<N>_w<width>_i<iters>_e<eps bits>_ne<norm eps bits>[_update][_collapse]
+std::string hcSiteName(const HcSiteSpec &s) {
+  auto bits = [](double v) {
+    float f = float(v);
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return Twine::utohexstr(u).str();
+  };
+  return ("dsf_hc_site_n" + Twine(s.n) + "_w" + Twine(s.width) + "_i" + Twine(s.iters) + "_e" + bits(s.eps) + "_ne" +
+          bits(s.normEps) + (s.update ? "_update" : "") + (s.collapse ? "_collapse" : ""))
+      .str();
+}
+
+/// The helper's results: [X' (update)], pre, post, comb, [collapse].
+SmallVector<Type> hcSiteResultTypes(MLIRContext *ctx, const HcSiteSpec &s) {
+  Type f32 = Float32Type::get(ctx);
+  int64_t dyn = ShapedType::kDynamic;
+  SmallVector<Type> types;
+  if (s.update)
+    types.push_back(RankedTensorType::get({dyn, s.n, s.width}, f32));
+  types.push_back(RankedTensorType::get({dyn, s.n}, f32));
+  types.push_back(RankedTensorType::get({dyn, s.n}, f32));
+  types.push_back(RankedTensorType::get({dyn, s.n, s.n}, f32));
+  if (s.collapse)
+    types.push_back(RankedTensorType::get({dyn, s.width}, f32));
+  return types;
+}
+
+/// A call of the site's helper (added after the conversion, see
+/// DsfToLinalgPass): args are X, [block output, post, comb (update)],
+/// [collapse pre], fn, base, scale.
+SmallVector<Value> callHcSite(OpBuilder &b, Location loc, const HcSiteSpec &spec, ValueRange args,
+                              LoweringState &state) {
+  std::string name = hcSiteName(spec);
+  state.hcSites[name] = spec;
+  return func::CallOp::create(b, loc, name, hcSiteResultTypes(b.getContext(), spec), args).getResults();
+}
+
 /// The mHC coefficients. The projection and the sum of squares are two
 /// reductions over the flattened streams; the n + n + n*n results are then
 /// small per-token work: sigmoid, a row softmax and the Sinkhorn rounds (an
@@ -515,9 +559,11 @@ struct HcCoeffsLowering : DsfPattern<HcCoeffsOp> {
   }
 
   LogicalResult matchAndRewrite(HcCoeffsOp op, OpAdaptor adaptor, ConversionPatternRewriter &b) const override {
-    b.replaceOp(op, coeffs(b, op.getLoc(), adaptor.getStreams(), weight(op, op.getFnAttr()), weight(op, op.getBaseAttr()),
-                           weight(op, op.getScaleAttr()), op.getSinkhornIters(), op.getEps().convertToDouble(),
-                           op.getNormEps().convertToDouble(), state));
+    HcSiteSpec spec = hcSiteSpec(adaptor.getStreams(), op.getSinkhornIters(), op.getEps(), op.getNormEps(), false,
+                                 false);
+    SmallVector<Value> args{adaptor.getStreams(), weight(op, op.getFnAttr()), weight(op, op.getBaseAttr()),
+                            weight(op, op.getScaleAttr())};
+    b.replaceOp(op, callHcSite(b, op.getLoc(), spec, args, state));
     return success();
   }
 };
@@ -528,15 +574,14 @@ struct HcCoeffsLowering : DsfPattern<HcCoeffsOp> {
 struct HcFusedUpdateLowering : DsfPattern<HcFusedUpdateOp> {
   using DsfPattern::DsfPattern;
   LogicalResult matchAndRewrite(HcFusedUpdateOp op, OpAdaptor adaptor, ConversionPatternRewriter &b) const override {
-    Location loc = op.getLoc();
-    Value updated = hcUpdate(b, loc, adaptor.getStreams(), adaptor.getBlockOutput(), adaptor.getPost(), adaptor.getComb());
-    SmallVector<Value> results{updated};
-    results.append(HcCoeffsLowering::coeffs(b, loc, updated, weight(op, op.getFnAttr()), weight(op, op.getBaseAttr()),
-                                            weight(op, op.getScaleAttr()), op.getSinkhornIters(),
-                                            op.getEps().convertToDouble(), op.getNormEps().convertToDouble(), state));
-    if (Value pre = adaptor.getCollapsePre())
-      results.push_back(hcCollapse(b, loc, updated, pre));
-    b.replaceOp(op, results);
+    Value collapsePre = adaptor.getCollapsePre();
+    HcSiteSpec spec = hcSiteSpec(adaptor.getStreams(), op.getSinkhornIters(), op.getEps(), op.getNormEps(), true,
+                                 bool(collapsePre));
+    SmallVector<Value> args{adaptor.getStreams(), adaptor.getBlockOutput(), adaptor.getPost(), adaptor.getComb()};
+    if (collapsePre)
+      args.push_back(collapsePre);
+    args.append({weight(op, op.getFnAttr()), weight(op, op.getBaseAttr()), weight(op, op.getScaleAttr())});
+    b.replaceOp(op, callHcSite(b, op.getLoc(), spec, args, state));
     return success();
   }
 };
@@ -877,10 +922,69 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
 
-    // The Sinkhorn helpers: comb -> `rounds` x (row, then column
-    // normalisation), an scf.for over whole [tokens, n, n] tensors.
     OpBuilder b(ctx);
     b.setInsertionPointToEnd(module.getBody());
+    // The mHC site helpers, in linalg: [update], coefficients (which ask
+    // for a Sinkhorn helper, hence first), [collapse].
+    for (const auto &[name, spec] : state.hcSites) {
+      Location loc = module.getLoc();
+      auto tensorOf = [&](ArrayRef<int64_t> shape) { return RankedTensorType::get(shape, b.getF32Type()); };
+      int64_t dyn = ShapedType::kDynamic, n = spec.n, width = spec.width, mix = (2 + n) * n;
+      SmallVector<Type> inputs{tensorOf({dyn, n, width})};
+      if (spec.update)
+        inputs.append({tensorOf({dyn, width}), tensorOf({dyn, n}), tensorOf({dyn, n, n})});
+      if (spec.collapse)
+        inputs.push_back(tensorOf({dyn, n}));
+      inputs.append({tensorOf({mix, n * width}), tensorOf({mix}), tensorOf({3})});
+      auto helper = func::FuncOp::create(b, loc, name, b.getFunctionType(inputs, hcSiteResultTypes(ctx, spec)));
+      helper.setPrivate();
+      // What the helper computes, for targets that run it as kernels of
+      // their own (dsf-gpu-fuse-mhc).
+      helper->setAttr("dsf.hc_site",
+                      b.getDictionaryAttr({b.getNamedAttr("n", b.getI64IntegerAttr(n)),
+                                           b.getNamedAttr("width", b.getI64IntegerAttr(width)),
+                                           b.getNamedAttr("iters", b.getI64IntegerAttr(spec.iters)),
+                                           b.getNamedAttr("eps", b.getF32FloatAttr(float(spec.eps))),
+                                           b.getNamedAttr("norm_eps", b.getF32FloatAttr(float(spec.normEps))),
+                                           b.getNamedAttr("update", b.getBoolAttr(spec.update)),
+                                           b.getNamedAttr("collapse", b.getBoolAttr(spec.collapse))}));
+      OpBuilder::InsertionGuard guard(b);
+      Block *entry = helper.addEntryBlock();
+      b.setInsertionPointToStart(entry);
+      ValueRange args = entry->getArguments();
+      Value X = args[0];
+      unsigned next = 1;
+      SmallVector<Value> results;
+      if (spec.update) {
+        X = hcUpdate(b, loc, X, args[1], args[2], args[3]);
+        results.push_back(X);
+        next = 4;
+      }
+      Value collapsePre = spec.collapse ? args[next++] : Value();
+      results.append(HcCoeffsLowering::coeffs(b, loc, X, args[next], args[next + 1], args[next + 2], spec.iters,
+                                              spec.eps, spec.normEps, state));
+      if (collapsePre)
+        results.push_back(hcCollapse(b, loc, X, collapsePre));
+      func::ReturnOp::create(b, loc, results);
+    }
+
+    // The top-k helpers.
+    for (const auto &[name, spec] : state.topk) {
+      Location loc = module.getLoc();
+      auto scores = RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, b.getF32Type());
+      auto selection = RankedTensorType::get({ShapedType::kDynamic, spec.k}, b.getI32Type());
+      auto helper = func::FuncOp::create(b, loc, name, b.getFunctionType({scores}, {selection}));
+      helper.setPrivate();
+      // What the helper computes, for targets that select with a kernel of
+      // their own (dsf-gpu-select-topk).
+      helper->setAttr("dsf.topk", b.getDictionaryAttr({b.getNamedAttr("k", b.getI64IntegerAttr(spec.k))}));
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(helper.addEntryBlock());
+      func::ReturnOp::create(b, loc, selectTopk(b, loc, helper.getArgument(0), spec));
+    }
+
+    // The Sinkhorn helpers: comb -> `rounds` x (row, then column
+    // normalisation), an scf.for over whole [tokens, n, n] tensors.
     for (const auto &[name, spec] : state.sinkhorn) {
       Location loc = module.getLoc();
       auto combType = RankedTensorType::get({ShapedType::kDynamic, spec.n, spec.n}, b.getF32Type());

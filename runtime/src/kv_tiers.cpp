@@ -15,7 +15,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+// Header-only: the runtime carries no xxhash library dependency.
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 namespace dsf::rt {
+
+uint64_t recordChecksum(const void *data, size_t n) { return XXH3_64bits(data, n); }
 
 uint64_t checksum64(const void *data, size_t n, uint64_t seed) {
   auto *p = static_cast<const uint8_t *>(data);
@@ -27,8 +33,9 @@ uint64_t checksum64(const void *data, size_t n, uint64_t seed) {
 namespace {
 constexpr char kRecordMagic[8] = {'D', 'S', 'F', 'K', 'V', 'B', 'L', 'K'};
 // Version 2: the header's flags (version 1 records may hold approximate
-// blocks unflagged, so they are not read).
-constexpr uint32_t kRecordVersion = 2;
+// blocks unflagged, so they are not read). Version 3: XXH3-64 checksums
+// (recordChecksum) instead of FNV-1a.
+constexpr uint32_t kRecordVersion = 3;
 constexpr uint32_t kRecordApproximate = 1;   // computed after an approximate window rebuild
 constexpr size_t kRecordHeader = 72;   // 64 bytes of fields + their checksum
 constexpr const char *kRecordSuffix = ".kvb";
@@ -313,11 +320,12 @@ int64_t PrefixStore::restore(const std::vector<int32_t> &ids, std::vector<uint64
     getValue(all, at, payloadBytes);
     getValue(all, at, payloadSum);
     getValue(all, at, headerSum);
-    if (headerSum != checksum64(record, 64))
-      return reject("header checksum mismatch (corrupted)");
+    // The version first: an older record's checksums are of another kind.
     if (version != kRecordVersion)
       return reject("record format version " + std::to_string(version) + ", this runtime reads " +
                     std::to_string(kRecordVersion));
+    if (headerSum != recordChecksum(record, 64))
+      return reject("header checksum mismatch (corrupted)");
     if (flags != (approx ? kRecordApproximate : 0u))
       return reject(std::string("flagged ") + (flags & kRecordApproximate ? "approximate" : "exact") +
                     " under the name of an " + (approx ? "approximate" : "exact") + " record");
@@ -327,7 +335,7 @@ int64_t PrefixStore::restore(const std::vector<int32_t> &ids, std::vector<uint64
     if (size != kRecordHeader + payloadBytes)
       return reject("truncated (" + std::to_string(size) + " bytes, expected " +
                     std::to_string(kRecordHeader + payloadBytes) + ")");
-    if (payloadSum != checksum64(record + kRecordHeader, payloadBytes))
+    if (payloadSum != recordChecksum(record + kRecordHeader, payloadBytes))
       return reject("payload checksum mismatch (corrupted)");
     if (std::memcmp(record + kRecordHeader, ids.data() + k * B, size_t(B) * 4) != 0)
       return reject("holds other tokens (a hash collision)");
@@ -450,8 +458,8 @@ int64_t PrefixStore::persist(const std::vector<int32_t> &ids, std::vector<uint64
   putValue<uint32_t>(header, uint32_t(k));
   putValue<uint32_t>(header, uint32_t(B));
   putValue<uint64_t>(header, uint64_t(payload.size()));
-  putValue<uint64_t>(header, checksum64(payload.data(), payload.size()));
-  putValue<uint64_t>(header, checksum64(header.data(), 64));
+  putValue<uint64_t>(header, recordChecksum(payload.data(), payload.size()));
+  putValue<uint64_t>(header, recordChecksum(header.data(), 64));
   std::string error;
   // Fault injection for the tests of what readers see (test/runtime/tiers.test):
   // DSF_FAULT_FULL_DISK fails every record write as a full disk does;

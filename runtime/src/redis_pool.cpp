@@ -23,7 +23,7 @@ namespace dsf::rt {
 namespace {
 constexpr char kMagic[8] = {'D', 'S', 'F', 'P', 'O', 'O', 'L', '1'};
 // Version 2: a session's state says whether it is approximate (Sequence::approximate).
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersion = 3;   // 3: XXH3-64 checksums (recordChecksum)
 constexpr size_t kHeader = 48;
 
 struct ReplyDeleter {
@@ -123,8 +123,8 @@ private:
     add(uint32_t(0));
     add(modelHash_);
     add(uint64_t(payload.size()));
-    add(checksum64(payload.data(), payload.size()));
-    add(checksum64(h.data(), h.size()));
+    add(recordChecksum(payload.data(), payload.size()));
+    add(recordChecksum(h.data(), h.size()));
     return h;
   }
 
@@ -140,12 +140,13 @@ private:
     std::memcpy(&size, record.data() + 24, 8);
     std::memcpy(&sum, record.data() + 32, 8);
     std::memcpy(&headerSum, record.data() + 40, 8);
-    if (headerSum != checksum64(record.data(), 40)) {
-      why = "header checksum mismatch (corrupted)";
-      return false;
-    }
+    // The version first: an older record's checksums are of another kind.
     if (version != kVersion) {
       why = "record format version " + std::to_string(version) + ", this runtime reads " + std::to_string(kVersion);
+      return false;
+    }
+    if (headerSum != recordChecksum(record.data(), 40)) {
+      why = "header checksum mismatch (corrupted)";
       return false;
     }
     if (model != modelHash_) {
@@ -157,7 +158,7 @@ private:
             std::to_string(size) + ")";
       return false;
     }
-    if (sum != checksum64(record.data() + kHeader, size)) {
+    if (sum != recordChecksum(record.data() + kHeader, size)) {
       why = "payload checksum mismatch (corrupted)";
       return false;
     }

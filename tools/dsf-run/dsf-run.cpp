@@ -4,7 +4,8 @@
 //           [--temperature T --top-p P --seed S] [--dump-logits FILE.safetensors]
 //           [--then-ids 4,5,6 [--chunk K]] [--timing [--warmup N]]
 //   (--prompt-ids and --then-ids @FILE read the list from FILE; --timing prints prefill and
-//   decode times and rates, and on the GPU the kernel launches of the prefill; --warmup N
+//   decode times and rates, and on the GPU the kernel launches of the prefill
+//   and of a decode call; --warmup N
 //   runs the prefill N times first on a throwaway sequence, so that the timed call finds
 //   the GPU's modules loaded and its memory pool filled)
 //
@@ -461,6 +462,7 @@ int main(int argc, char **argv) {
     sequenceIds.insert(sequenceIds.end(), part.begin(), part.end());
     keep(firstRow);
   }
+  uint64_t decodeLaunchesBefore = HostModel::kernelLaunches();
   auto decodeStart = std::chrono::steady_clock::now();
   std::mt19937_64 rng(static_cast<uint64_t>(seed));
   std::vector<int32_t> generated;
@@ -476,6 +478,7 @@ int main(int argc, char **argv) {
     }
   }
   double decodeSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - decodeStart).count();
+  uint64_t decodeLaunches = HostModel::kernelLaunches() - decodeLaunchesBefore;
   if (maxNew > 0)
     progress.done("generation");
   if (!dumpPath.empty() && !writeDump(dumpPath, m, artifactPath, sequenceIds, rowPositions, allLogits, error))
@@ -490,6 +493,8 @@ int main(int argc, char **argv) {
                    double(maxNew - 1) / decodeSeconds);
     if (prefillLaunches)
       std::fprintf(stderr, "; prefill %llu GPU kernel launches", static_cast<unsigned long long>(prefillLaunches));
+    if (decodeLaunches && maxNew > 1)
+      std::fprintf(stderr, "; decode %.0f GPU kernel launches a call", double(decodeLaunches) / double(maxNew - 1));
     std::fprintf(stderr, "\n");
   }
   for (size_t i = 0; i < generated.size(); ++i)

@@ -52,8 +52,15 @@ namespace dsf::rt {
 /// sample of its bytes: the first, middle and last 4 KiB).
 uint64_t modelHash(const Artifact &artifact, const WeightSource &weights);
 
-/// FNV-1a, 64 bits: the records' checksums and the chained block hashes.
+/// FNV-1a, 64 bits: the chained block hashes (the records' names) and the
+/// model hash.
 uint64_t checksum64(const void *data, size_t n, uint64_t seed = 0xcbf29ce484222325ull);
+
+/// XXH3-64 (xxHash, Debian's libxxhash-dev, inlined): the checksums of the
+/// prefix store's and the Redis pool's records, which a restore computes over
+/// every byte it reads (XXH3 runs at memory speed; byte-wise FNV-1a was most
+/// of a store restore).
+uint64_t recordChecksum(const void *data, size_t n);
 
 /// A state tensor in its slot's storage format (lossless; `t` needs host
 /// values), and back: unpackState checks the tensor at `at` in `bytes` and
