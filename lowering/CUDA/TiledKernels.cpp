@@ -270,7 +270,34 @@ void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g) {
                                    arith::CmpIOp::create(k, loc, arith::CmpIPredicate::ult, o, N), false);
   OpBuilder t = inRange.getThenBodyBuilder();
   Value zero = arith::ConstantFloatOp::create(t, loc, t.getF32Type(), APFloat(0.0f));
-  auto dot = scf::ForOp::create(t, loc, lane, K, arith::ConstantIndexOp::create(t, loc, kWarp), ValueRange{zero},
+  auto ci = [&](int64_t v) { return arith::ConstantIndexOp::create(t, loc, v).getResult(); };
+  // The lane's depths are lane, lane + 32, ...: kUnroll of them an
+  // iteration, their loads issued together (a warp's loads of one weight row
+  // are then kUnroll x 128 B in flight, not 128 B: decode's products are
+  // bound by the weights' bytes), added in the same order as one at a time.
+  // The lane's last count mod kUnroll depths follow one at a time.
+  constexpr int64_t kUnroll = 4;
+  Value has = arith::CmpIOp::create(t, loc, arith::CmpIPredicate::ugt, K, lane);
+  Value left = arith::SelectOp::create(t, loc, has, arith::SubIOp::create(t, loc, K, lane), ci(0));
+  Value count = arith::DivUIOp::create(t, loc, arith::AddIOp::create(t, loc, left, ci(kWarp - 1)), ci(kWarp));
+  Value unrolledEnd = arith::AddIOp::create(
+      t, loc, lane,
+      arith::MulIOp::create(t, loc, arith::DivUIOp::create(t, loc, count, ci(kUnroll)), ci(kUnroll * kWarp)));
+  auto groups = scf::ForOp::create(
+      t, loc, lane, unrolledEnd, ci(kUnroll * kWarp), ValueRange{zero},
+      [&](OpBuilder &p, Location l, Value d0, ValueRange acc) {
+        SmallVector<Value> as, ws;
+        for (int64_t u = 0; u < kUnroll; ++u) {
+          Value d = arith::AddIOp::create(p, l, d0, arith::ConstantIndexOp::create(p, l, u * kWarp));
+          as.push_back(g.loadA(p, l, m, d));
+          ws.push_back(g.loadW(p, l, m, o, d));
+        }
+        Value sum = acc[0];
+        for (int64_t u = 0; u < kUnroll; ++u)
+          sum = arith::AddFOp::create(p, l, sum, arith::MulFOp::create(p, l, as[u], ws[u]));
+        scf::YieldOp::create(p, l, sum);
+      });
+  auto dot = scf::ForOp::create(t, loc, unrolledEnd, K, ci(kWarp), groups.getResults(),
                                 [&](OpBuilder &p, Location l, Value d, ValueRange acc) {
                                   Value a = g.loadA(p, l, m, d);
                                   Value w = g.loadW(p, l, m, o, d);

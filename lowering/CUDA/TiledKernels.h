@@ -72,7 +72,9 @@ struct TiledGemm {
 void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g);
 
 /// Few rows: a warp per output (r < M, col < N), its lanes 32 apart along d,
-/// partial sums added with xor shuffles; lane 0 stores.
+/// four depths an iteration with their loads issued together (then the
+/// lane's last ones singly; the same order of sums), partial sums added
+/// with xor shuffles; lane 0 stores.
 struct WarpGemv {
   Value M, N, K;  // host values
   Value gridZ;    // host value: independent products (null: one)

@@ -60,7 +60,12 @@
 // CHECK: gpu.terminator
 // CHECK: } else {
 // CHECK: gpu.launch
-// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c32
+// The lane's depths four an iteration, their 8 loads before the 4 products
+// (added in the order of one at a time), then the rest one at a time.
+// CHECK: %[[GROUPS:.*]] = scf.for %{{.*}} = %{{.*}} to %[[END:.*]] step %c128{{.*}} iter_args
+// CHECK-COUNT-8: memref.load
+// CHECK-COUNT-4: arith.mulf
+// CHECK: scf.for %{{.*}} = %[[END]] to %{{.*}} step %c32{{.*}} iter_args(%{{.*}} = %[[GROUPS]])
 // CHECK-COUNT-5: gpu.shuffle  xor
 // CHECK: memref.store {{.*}}, %arg2
 // CHECK: gpu.terminator
