@@ -6,7 +6,7 @@ prefill, against the previous compiler's artifacts of the same models?
 
 Runs on the GPU machine; the anchor is the previous build's artifact, run by
 the same dsf-run in the same run, the two alternated:
-  python3 bench/gpu_fused_sites.py DSF_RUN OUT.md NEW_DIR OLD_DIR [--shaped NEW.dsfa OLD.dsfa WEIGHTS]
+  python3 bench/gpu_fused_sites.py DSF_RUN OUT.md NEW_DIR OLD_DIR [--shaped WEIGHTS NEW.dsfa OLD.dsfa [MID.dsfa]]
   * NEW_DIR / OLD_DIR: scripts/gpu-check.sh prepare's folders (cuda.dsfa: the
     tiny V4.1 with NeMo's golden weights.safetensors; v4small-cuda.dsfa: the
     small V4, D 1024, 8 layers, 16 experts, random weights made here);
@@ -15,8 +15,13 @@ the same dsf-run in the same run, the two alternated:
     under DSF_CUDA_PROFILE, prompt alone and prompt + 16 decode calls, whose
     difference gives a decode call's kernel time by dsf op;
   * --shaped: the V4.1-shaped model at real sizes (bench/gpu_v41_real_size.py's
-    artifact and random weights in the released formats), 2,048 tokens and
-    8 decode calls, one round (its per-op table is gpu_v41_real_size.py's).
+    artifact and random weights in the released formats, made here when
+    WEIGHTS is missing), 2,048 tokens and 8 decode calls, one round (its
+    per-op table is gpu_v41_real_size.py's); MID: an artifact of a build
+    between the two, to attribute the difference.
+The builds compared (this session): the previous build is af21b69; MID is
+3226686 (one-pass mHC sites and the one-kernel top-k); this build adds the
+warp-per-output product kernel taking four depths an iteration (fb55565).
 """
 import datetime
 import os
@@ -30,8 +35,8 @@ args = sys.argv[1:]
 shaped = None
 if "--shaped" in args:
     i = args.index("--shaped")
-    shaped = args[i + 1:i + 4]
-    del args[i:i + 4]
+    shaped = args[i + 1:]
+    del args[i:]
 dsf_run, out_md, new_dir, old_dir = args[:4]
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 tool = os.path.join(root, "tools", "scripts", "dsfa_tool.py")
@@ -124,12 +129,15 @@ for label, name, weights, ids, new_tokens, warmup, rounds in cases:
         f"x{old['decode_s'] / new['decode_s']:.2f} | | |")
 
 if shaped:
-    if not os.path.exists(shaped[2]):
-        subprocess.run([sys.executable, tool, "random-weights-quantized", shaped[0], shaped[2]], check=True)
+    shaped_weights, builds = shaped[0], [("this build", shaped[1]), ("previous build", shaped[2])]
+    if len(shaped) > 3:
+        builds.append(("between (3226686)", shaped[3]))
+    if not os.path.exists(shaped_weights):
+        subprocess.run([sys.executable, tool, "random-weights-quantized", shaped[1], shaped_weights], check=True)
     ids = [rng.randrange(129280) for _ in range(2048)]
-    for variant, artifact in [("this build", shaped[0]), ("previous build", shaped[1])]:
+    for variant, artifact in builds:
         try:
-            r = run(artifact, shaped[2], ids, 9, 0, timeout=1200)
+            r = run(artifact, shaped_weights, ids, 9, 0, timeout=1200)
             say(f"| V4.1-shaped (real sizes, 8 experts), 2,048 tokens, 8 decode calls | {variant} | "
                 f"{r['prefill_s'] * 1e3:.0f} | {r['decode_s'] * 1e3:.2f} | {r.get('prefill_launches', 0)} | "
                 f"{r.get('decode_launches', 0)} |")

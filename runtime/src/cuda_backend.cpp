@@ -105,6 +105,7 @@ Driver &driver() {
 std::mutex errorLock;
 std::string firstError;
 std::string lastKernel;
+std::string profileScope;   // the entry point running (setProfileScope)
 uint64_t launches = 0;
 std::map<CUfunction, std::string> &kernelNames() {
   static std::map<CUfunction, std::string> names;
@@ -254,6 +255,8 @@ bool ensureDriver(std::string &error) {
 
 std::string deviceName() { return driver().device; }
 uint64_t launchCount() { return launches; }
+
+void setProfileScope(const std::string &entry) { profileScope = entry; }
 
 namespace {
 // Host memory handed out when the device could not allocate: the host code
@@ -541,7 +544,9 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t g
     float ms = 0;
     r = d.cuEventSynchronize(d.eventStop);
     if (r == 0 && d.cuEventElapsedTime(&ms, d.eventStart, d.eventStop) == 0) {
-      KernelTime &t = profile()[lastKernel + " (" + std::to_string(gridX) + "x" + std::to_string(gridY) + "x" +
+      bool ownName = profileScope.empty() || lastKernel.compare(0, profileScope.size() + 1, profileScope + "_") == 0;
+      KernelTime &t = profile()[(ownName ? lastKernel : profileScope + "/" + lastKernel) + " (" +
+                                std::to_string(gridX) + "x" + std::to_string(gridY) + "x" +
                                 std::to_string(gridZ) + " x " + std::to_string(blockX) + "x" +
                                 std::to_string(blockY) + "x" + std::to_string(blockZ) + ")"];
       t.launches++;

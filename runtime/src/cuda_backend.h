@@ -17,6 +17,10 @@ bool ensureDriver(std::string &error);
 std::string deviceName();
 /// Kernels launched so far (for --timing).
 uint64_t launchCount();
+/// The entry point whose kernels are launched now. DSF_CUDA_PROFILE files a
+/// kernel that is not named after it (a helper's, shared by every entry
+/// point: dsf_topk_..., dsf_hc_site_...) as "<entry>/<kernel>".
+void setProfileScope(const std::string &entry);
 /// Device memory from the caching pool: the kernels' buffers, the weights,
 /// a call's state. A failed allocation is recorded (see synchronize).
 void *deviceAlloc(size_t bytes);

@@ -382,6 +382,8 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
   // wait for the queued copies to know it.
   if (cuda_ && !cuda::takeError(error))
     return false;
+  if (cuda_)
+    cuda::setProfileScope(entryName);
   bound->function(args.data());
   std::string deviceError;
   bool deviceOk = !cuda_ || cuda::synchronize(deviceError);
