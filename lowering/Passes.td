@@ -280,6 +280,27 @@ def GpuSelectTopk : Pass<"dsf-gpu-select-topk", "::mlir::ModuleOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def GpuRouteExperts : Pass<"dsf-gpu-route-experts", "::mlir::ModuleOp"> {
+  let summary = "Run each MoE router helper as one kernel, a block per token";
+  let description = [{
+    dsf-to-linalg runs the router after its projection in a helper function
+    per shape (marked `dsf.router = {experts, top_k, routed_scale, bias,
+    image_bias}`): sqrt(softplus) scores, the bias (bias_vl for image
+    tokens), a stable descending rank of every expert, the top-k's slots,
+    the picked scores' sum and the weights, some ten kernels a layer. On
+    bufferized IR this pass replaces the helper's body with one kernel, a
+    block of 256 threads per token: scores and biased scores in shared
+    memory, each thread ranking its experts against all, each kept rank's
+    slot given its expert by a shared-memory atomic max (the linalg keeps
+    the last expert of a rank, slot 0 by default), and thread 0 summing the
+    picked scores in slot order for the weights. The linalg's values in its
+    order. Routers of more than 4,096 experts stay as they are; a helper
+    whose signature is not its shape's is an error.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect"];
+}
+
 def GpuFuseSinkhorn : Pass<"dsf-gpu-fuse-sinkhorn", "::mlir::ModuleOp"> {
   let summary = "Run each Sinkhorn helper as one kernel, a thread per token";
   let description = [{

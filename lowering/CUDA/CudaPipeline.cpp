@@ -38,13 +38,14 @@ LogicalResult mlir::dsf::buildCudaPipelineFromLinalg(OpPassManager &pm, const Cu
   // each mHC site one pass over the streams and a thread per token
   // (dsf-gpu-fuse-mhc: the Sinkhorn helpers it no longer calls go with
   // symbol-dce), each top-k selection one kernel, a block per token
-  // (dsf-gpu-select-topk), the Sinkhorn rounds of other helpers one kernel
+  // (dsf-gpu-select-topk), each MoE router one kernel, a block per token
+  // (dsf-gpu-route-experts), the Sinkhorn rounds of other helpers one kernel
   // (dsf-gpu-fuse-sinkhorn),
   // and once the
   // kernels are outlined dsf-place-buffers moves the host's own scratch to
   // the stack and proves the host code dereferences no device buffer: the
   // runtime then queues the kernels without synchronizing between them.
-  std::string text = "canonicalize,convert-bufferization-to-memref,dsf-copies-to-linalg,dsf-gpu-fuse-mhc,dsf-gpu-select-topk,symbol-dce,dsf-gpu-fuse-sinkhorn,"
+  std::string text = "canonicalize,convert-bufferization-to-memref,dsf-copies-to-linalg,dsf-gpu-fuse-mhc,dsf-gpu-select-topk,dsf-gpu-route-experts,symbol-dce,dsf-gpu-fuse-sinkhorn,"
                      "dsf-gpu-grouped-experts{batch-invariant=" + invariant + " math=" + options.tileMath +
                      "},dsf-gpu-tiled-matmul{batch-invariant=" + invariant + " math=" + options.tileMath +
                      "},dsf-gpu-batched-contraction{math=" + options.tileMath + "},dsf-gpu-block-reduce,"

@@ -55,13 +55,28 @@ struct TopkSpec {
 std::string topkName(const TopkSpec &spec);
 Value selectTopk(OpBuilder &b, Location loc, Value ranked, const TopkSpec &spec);
 
+/// The MoE router after its projection runs in a helper function per shape
+/// (dsf_moe_route_...): logits [tokens, experts], [bias [experts]],
+/// [bias_vl [experts], image mask [tokens]] -> routing weights [tokens, k],
+/// experts [tokens, k]. The CPU runs its linalg (routeTokens); a target may
+/// replace the body with a kernel of its own (dsf-gpu-route-experts).
+struct RouterSpec {
+  int64_t experts = 0, topK = 0;
+  double routedScale = 1;
+  bool bias = false, imageBias = false;
+};
+std::string routerName(const RouterSpec &spec);
+SmallVector<Type> routerResultTypes(MLIRContext *ctx, const RouterSpec &spec);
+SmallVector<Value> routeTokens(OpBuilder &b, Location loc, const RouterSpec &spec, ValueRange args);
+
 /// What the patterns share: each function's weight values, the Sinkhorn,
-/// mHC and top-k helpers wanted.
+/// mHC, top-k and router helpers wanted.
 struct LoweringState {
   WeightValues weights;
   std::map<std::string, SinkhornSpec> sinkhorn;
   std::map<std::string, HcSiteSpec> hcSites;
   std::map<std::string, TopkSpec> topk;
+  std::map<std::string, RouterSpec> routers;
   /// Entries from which a top-k runs as a threshold search (O(entries) a
   /// pass) instead of ranking every candidate against every other.
   int64_t topkThresholdFrom = 256;

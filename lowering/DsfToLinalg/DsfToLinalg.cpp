@@ -633,8 +633,117 @@ struct GroupedLinearLowering : DsfPattern<GroupedLinearOp> {
   }
 };
 
+/// The router's scores: s = sqrt(softplus(logits)).
+Value routerScores(OpBuilder &b, Location loc, Value logits) {
+  return elementwise(b, loc, ValueRange{logits}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+    // softplus(z) = max(z, 0) + log1p(exp(-|z|)), as np.logaddexp(0, z)
+    Value z = a[0];
+    Value pos = arith::MaximumFOp::create(nb, l, z, f32Const(nb, l, 0));
+    Value tail = math::Log1pOp::create(nb, l, math::ExpOp::create(nb, l, arith::NegFOp::create(nb, l, math::AbsFOp::create(nb, l, z))));
+    return math::SqrtOp::create(nb, l, arith::AddFOp::create(nb, l, pos, tail));
+  });
+}
+
+/// weights[t, slot] = s[t, chosen[t, slot]] / (sum over slots + 1e-20) * routed_scale.
+Value routerWeights(OpBuilder &b, Location loc, Value s, Value chosen, double routedScale) {
+  MLIRContext *ctx = b.getContext();
+  int64_t topK = tensorType(chosen).getDimSize(1);
+  auto wType = RankedTensorType::get({ShapedType::kDynamic, topK}, b.getF32Type());
+  Value picked = linalg::GenericOp::create(
+                     b, loc, TypeRange{wType}, ValueRange{chosen}, ValueRange{emptyTensor(b, loc, wType, chosen)},
+                     ArrayRef<AffineMap>{pick(ctx, 2, {0, 1}), pick(ctx, 2, {0, 1})}, iterators(2),
+                     [&](OpBuilder &nb, Location l, ValueRange a) {
+                       Value e = arith::IndexCastOp::create(nb, l, nb.getIndexType(), a[0]);
+                       linalg::YieldOp::create(nb, l, tensor::ExtractOp::create(nb, l, s, ValueRange{linalg::IndexOp::create(nb, l, 0), e}).getResult());
+                     })
+                     .getResult(0);
+  auto rowType = RankedTensorType::get({ShapedType::kDynamic}, b.getF32Type());
+  Value sum = linalg::GenericOp::create(
+                  b, loc, TypeRange{rowType}, ValueRange{picked}, ValueRange{zeros(b, loc, rowType, chosen)},
+                  ArrayRef<AffineMap>{pick(ctx, 2, {0, 1}), pick(ctx, 2, {0})}, iterators(1, 1),
+                  [&](OpBuilder &nb, Location l, ValueRange a) {
+                    linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[1], a[0]).getResult());
+                  })
+                  .getResult(0);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{wType}, ValueRange{picked, sum}, ValueRange{emptyTensor(b, loc, wType, chosen)},
+             ArrayRef<AffineMap>{pick(ctx, 2, {0, 1}), pick(ctx, 2, {0}), pick(ctx, 2, {0, 1})}, iterators(2),
+             [&](OpBuilder &nb, Location l, ValueRange a) {
+               Value d = arith::AddFOp::create(nb, l, a[1], f32Const(nb, l, 1e-20));
+               Value v = arith::MulFOp::create(nb, l, arith::DivFOp::create(nb, l, a[0], d), f32Const(nb, l, routedScale));
+               linalg::YieldOp::create(nb, l, v);
+             })
+      .getResult(0);
+}
+
+} // namespace
+
+std::string lowering::routerName(const RouterSpec &r) {
+  float scale = float(r.routedScale);
+  uint32_t bits;
+  std::memcpy(&bits, &scale, 4);
+  return ("dsf_moe_route_e" + Twine(r.experts) + "_k" + Twine(r.topK) + "_s" + Twine::utohexstr(bits) +
+          (r.bias ? "_bias" : "") + (r.imageBias ? "_image" : ""))
+      .str();
+}
+
+SmallVector<Type> lowering::routerResultTypes(MLIRContext *ctx, const RouterSpec &r) {
+  return {RankedTensorType::get({ShapedType::kDynamic, r.topK}, Float32Type::get(ctx)),
+          RankedTensorType::get({ShapedType::kDynamic, r.topK}, IntegerType::get(ctx, 32))};
+}
+
+SmallVector<Value> lowering::routeTokens(OpBuilder &b, Location loc, const RouterSpec &r, ValueRange args) {
+  MLIRContext *ctx = b.getContext();
+  Value logits = args[0];
+  Value bias = r.bias ? args[1] : Value();
+  Value biasVl = r.imageBias ? args[2] : Value(), image = r.imageBias ? args[3] : Value();
+  Value s = routerScores(b, loc, logits);
+  auto sType = tensorType(s);
+  SmallVector<Value> inputs{s};
+  SmallVector<AffineMap> maps{pick(ctx, 2, {0, 1})};
+  if (bias) {
+    inputs.push_back(bias);
+    maps.push_back(pick(ctx, 2, {1}));
+  }
+  if (image) {
+    inputs.append({biasVl, image});
+    maps.append({pick(ctx, 2, {1}), pick(ctx, 2, {0})});
+  }
+  maps.push_back(pick(ctx, 2, {0, 1}));
+  Value biased = linalg::GenericOp::create(
+                     b, loc, TypeRange{sType}, inputs, ValueRange{emptyTensor(b, loc, sType, logits)}, maps, iterators(2),
+                     [&](OpBuilder &nb, Location l, ValueRange a) {
+                       Value v = a[0];
+                       if (bias) {
+                         Value chosenBias = image ? arith::SelectOp::create(nb, l, a[3], a[2], a[1]).getResult() : a[1];
+                         v = arith::AddFOp::create(nb, l, v, chosenBias);
+                       }
+                       linalg::YieldOp::create(nb, l, v);
+                     })
+                     .getResult(0);
+  // The experts in a stable descending order of biased score.
+  Value rank = stableDescendingRank(b, loc, biased);
+  // chosen[t, slot] = the e whose rank is slot
+  auto idxType = RankedTensorType::get({ShapedType::kDynamic, r.topK}, b.getI32Type());
+  Value chosen = linalg::GenericOp::create(
+                     b, loc, TypeRange{idxType}, ValueRange{rank},
+                     ValueRange{filled(b, loc, i32Const(b, loc, 0), emptyTensor(b, loc, idxType, logits))},
+                     ArrayRef<AffineMap>{pick(ctx, 3, {0, 2}), pick(ctx, 3, {0, 1})}, iterators(2, 1),
+                     [&](OpBuilder &nb, Location l, ValueRange a) {
+                       Value slot = arith::IndexCastOp::create(nb, l, nb.getI32Type(), linalg::IndexOp::create(nb, l, 1));
+                       Value e = arith::IndexCastOp::create(nb, l, nb.getI32Type(), linalg::IndexOp::create(nb, l, 2));
+                       Value here = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, a[0], slot);
+                       linalg::YieldOp::create(nb, l, arith::SelectOp::create(nb, l, here, e, a[1]).getResult());
+                     })
+                     .getResult(0);
+  return {routerWeights(b, loc, s, chosen, r.routedScale), chosen};
+}
+
+namespace {
+
 /// The router: s = sqrt(softplus(x W^T)); the top_k of s + bias (bias_vl for
-/// image tokens) in a stable descending order, or V4's hash table; weights
+/// image tokens) in a stable descending order (a call of the router helper
+/// for its shape, after the projection), or V4's hash table; weights
 /// s[sel] / (sum + 1e-20) * routed_scale.
 struct MoeGateLowering : DsfPattern<MoeGateOp> {
   using DsfPattern::DsfPattern;
@@ -643,101 +752,34 @@ struct MoeGateLowering : DsfPattern<MoeGateOp> {
     MLIRContext *ctx = b.getContext();
     Value x = adaptor.getInput();
     int64_t topK = op.getTopK();
-    auto i32 = b.getI32Type();
+    double routedScale = op.getRoutedScale().convertToDouble();
     Value logits = rowsTimesTransposed(b, loc, x, weight(op, op.getWeightAttr()));
-    Value s = elementwise(b, loc, ValueRange{logits}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-      // softplus(z) = max(z, 0) + log1p(exp(-|z|)), as np.logaddexp(0, z)
-      Value z = a[0];
-      Value pos = arith::MaximumFOp::create(nb, l, z, f32Const(nb, l, 0));
-      Value tail = math::Log1pOp::create(nb, l, math::ExpOp::create(nb, l, arith::NegFOp::create(nb, l, math::AbsFOp::create(nb, l, z))));
-      return math::SqrtOp::create(nb, l, arith::AddFOp::create(nb, l, pos, tail));
-    });
-    auto sType = tensorType(s);
-    auto idxType = RankedTensorType::get({ShapedType::kDynamic, topK}, i32);
-    Value chosen;
     if (op.getHashTableAttr()) {
       if (!adaptor.getTokenIds())
         return b.notifyMatchFailure(op, "hash routing needs the token ids");
+      auto idxType = RankedTensorType::get({ShapedType::kDynamic, topK}, b.getI32Type());
       Value table = weight(op, op.getHashTableAttr()), ids = adaptor.getTokenIds();
-      chosen = linalg::GenericOp::create(
-                   b, loc, TypeRange{idxType}, ValueRange{ids}, ValueRange{emptyTensor(b, loc, idxType, x)},
-                   ArrayRef<AffineMap>{pick(ctx, 2, {0}), pick(ctx, 2, {0, 1})}, iterators(2),
-                   [&](OpBuilder &nb, Location l, ValueRange a) {
-                     Value row = arith::IndexCastOp::create(nb, l, nb.getIndexType(), a[0]);
-                     linalg::YieldOp::create(nb, l, tensor::ExtractOp::create(nb, l, table, ValueRange{row, linalg::IndexOp::create(nb, l, 1)}).getResult());
-                   })
-                   .getResult(0);
-    } else {
-      Value bias = op.getBiasAttr() ? weight(op, op.getBiasAttr()) : Value();
-      Value biasVl = op.getBiasVlAttr() ? weight(op, op.getBiasVlAttr()) : Value();
-      Value image = adaptor.getImageMask();
-      SmallVector<Value> inputs{s};
-      SmallVector<AffineMap> maps{pick(ctx, 2, {0, 1})};
-      if (bias) {
-        inputs.push_back(bias);
-        maps.push_back(pick(ctx, 2, {1}));
-      }
-      bool imageBias = biasVl && image;
-      if (imageBias) {
-        inputs.append({biasVl, image});
-        maps.append({pick(ctx, 2, {1}), pick(ctx, 2, {0})});
-      }
-      maps.push_back(pick(ctx, 2, {0, 1}));
-      Value biased = linalg::GenericOp::create(
-                         b, loc, TypeRange{sType}, inputs, ValueRange{emptyTensor(b, loc, sType, x)}, maps, iterators(2),
+      Value chosen = linalg::GenericOp::create(
+                         b, loc, TypeRange{idxType}, ValueRange{ids}, ValueRange{emptyTensor(b, loc, idxType, x)},
+                         ArrayRef<AffineMap>{pick(ctx, 2, {0}), pick(ctx, 2, {0, 1})}, iterators(2),
                          [&](OpBuilder &nb, Location l, ValueRange a) {
-                           Value v = a[0];
-                           if (bias) {
-                             Value chosenBias = imageBias ? arith::SelectOp::create(nb, l, a[3], a[2], a[1]).getResult() : a[1];
-                             v = arith::AddFOp::create(nb, l, v, chosenBias);
-                           }
-                           linalg::YieldOp::create(nb, l, v);
+                           Value row = arith::IndexCastOp::create(nb, l, nb.getIndexType(), a[0]);
+                           linalg::YieldOp::create(nb, l, tensor::ExtractOp::create(nb, l, table, ValueRange{row, linalg::IndexOp::create(nb, l, 1)}).getResult());
                          })
                          .getResult(0);
-      // The experts in a stable descending order of biased score.
-      Value rank = stableDescendingRank(b, loc, biased);
-      // chosen[t, slot] = the e whose rank is slot
-      chosen = linalg::GenericOp::create(
-                   b, loc, TypeRange{idxType}, ValueRange{rank},
-                   ValueRange{filled(b, loc, i32Const(b, loc, 0), emptyTensor(b, loc, idxType, x))},
-                   ArrayRef<AffineMap>{pick(ctx, 3, {0, 2}), pick(ctx, 3, {0, 1})}, iterators(2, 1),
-                   [&](OpBuilder &nb, Location l, ValueRange a) {
-                     Value slot = arith::IndexCastOp::create(nb, l, nb.getI32Type(), linalg::IndexOp::create(nb, l, 1));
-                     Value e = arith::IndexCastOp::create(nb, l, nb.getI32Type(), linalg::IndexOp::create(nb, l, 2));
-                     Value here = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, a[0], slot);
-                     linalg::YieldOp::create(nb, l, arith::SelectOp::create(nb, l, here, e, a[1]).getResult());
-                   })
-                   .getResult(0);
+      b.replaceOp(op, {routerWeights(b, loc, routerScores(b, loc, logits), chosen, routedScale), chosen});
+      return success();
     }
-    // weights: s[t, chosen] / (sum + 1e-20) * routed_scale
-    auto wType = RankedTensorType::get({ShapedType::kDynamic, topK}, b.getF32Type());
-    Value picked = linalg::GenericOp::create(
-                       b, loc, TypeRange{wType}, ValueRange{chosen}, ValueRange{emptyTensor(b, loc, wType, x)},
-                       ArrayRef<AffineMap>{pick(ctx, 2, {0, 1}), pick(ctx, 2, {0, 1})}, iterators(2),
-                       [&](OpBuilder &nb, Location l, ValueRange a) {
-                         Value e = arith::IndexCastOp::create(nb, l, nb.getIndexType(), a[0]);
-                         linalg::YieldOp::create(nb, l, tensor::ExtractOp::create(nb, l, s, ValueRange{linalg::IndexOp::create(nb, l, 0), e}).getResult());
-                       })
-                       .getResult(0);
-    auto rowType = RankedTensorType::get({ShapedType::kDynamic}, b.getF32Type());
-    Value sum = linalg::GenericOp::create(
-                    b, loc, TypeRange{rowType}, ValueRange{picked}, ValueRange{zeros(b, loc, rowType, x)},
-                    ArrayRef<AffineMap>{pick(ctx, 2, {0, 1}), pick(ctx, 2, {0})}, iterators(1, 1),
-                    [&](OpBuilder &nb, Location l, ValueRange a) {
-                      linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[1], a[0]).getResult());
-                    })
-                    .getResult(0);
-    double routedScale = op.getRoutedScale().convertToDouble();
-    Value weights = linalg::GenericOp::create(
-                        b, loc, TypeRange{wType}, ValueRange{picked, sum}, ValueRange{emptyTensor(b, loc, wType, x)},
-                        ArrayRef<AffineMap>{pick(ctx, 2, {0, 1}), pick(ctx, 2, {0}), pick(ctx, 2, {0, 1})}, iterators(2),
-                        [&](OpBuilder &nb, Location l, ValueRange a) {
-                          Value d = arith::AddFOp::create(nb, l, a[1], f32Const(nb, l, 1e-20));
-                          Value v = arith::MulFOp::create(nb, l, arith::DivFOp::create(nb, l, a[0], d), f32Const(nb, l, routedScale));
-                          linalg::YieldOp::create(nb, l, v);
-                        })
-                        .getResult(0);
-    b.replaceOp(op, {weights, chosen});
+    RouterSpec spec{tensorType(logits).getDimSize(1), topK, routedScale, bool(op.getBiasAttr()),
+                    op.getBiasAttr() && op.getBiasVlAttr() && adaptor.getImageMask()};
+    SmallVector<Value> args{logits};
+    if (spec.bias)
+      args.push_back(weight(op, op.getBiasAttr()));
+    if (spec.imageBias)
+      args.append({weight(op, op.getBiasVlAttr()), adaptor.getImageMask()});
+    std::string name = routerName(spec);
+    state.routers[name] = spec;
+    b.replaceOp(op, func::CallOp::create(b, loc, name, routerResultTypes(ctx, spec), args).getResults());
     return success();
   }
 };
@@ -966,6 +1008,31 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
       if (collapsePre)
         results.push_back(hcCollapse(b, loc, X, collapsePre));
       func::ReturnOp::create(b, loc, results);
+    }
+
+    // The router helpers.
+    for (const auto &[name, spec] : state.routers) {
+      Location loc = module.getLoc();
+      SmallVector<Type> inputs{RankedTensorType::get({ShapedType::kDynamic, spec.experts}, b.getF32Type())};
+      if (spec.bias)
+        inputs.push_back(RankedTensorType::get({spec.experts}, b.getF32Type()));
+      if (spec.imageBias)
+        inputs.append({RankedTensorType::get({spec.experts}, b.getF32Type()),
+                       RankedTensorType::get({ShapedType::kDynamic}, b.getI1Type())});
+      auto helper = func::FuncOp::create(b, loc, name, b.getFunctionType(inputs, routerResultTypes(ctx, spec)));
+      helper.setPrivate();
+      // What the helper computes, for targets that route with a kernel of
+      // their own (dsf-gpu-route-experts).
+      helper->setAttr("dsf.router",
+                      b.getDictionaryAttr({b.getNamedAttr("experts", b.getI64IntegerAttr(spec.experts)),
+                                           b.getNamedAttr("top_k", b.getI64IntegerAttr(spec.topK)),
+                                           b.getNamedAttr("routed_scale", b.getF32FloatAttr(float(spec.routedScale))),
+                                           b.getNamedAttr("bias", b.getBoolAttr(spec.bias)),
+                                           b.getNamedAttr("image_bias", b.getBoolAttr(spec.imageBias))}));
+      OpBuilder::InsertionGuard guard(b);
+      Block *entry = helper.addEntryBlock();
+      b.setInsertionPointToStart(entry);
+      func::ReturnOp::create(b, loc, routeTokens(b, loc, spec, entry->getArguments()));
     }
 
     // The top-k helpers.
