@@ -6,7 +6,7 @@ prefill, against the previous compiler's artifacts of the same models?
 
 Runs on the GPU machine; the anchor is the previous build's artifact, run by
 the same dsf-run in the same run, the two alternated:
-  python3 bench/gpu_fused_sites.py DSF_RUN OUT.md NEW_DIR OLD_DIR [--shaped WEIGHTS NEW.dsfa OLD.dsfa [MID.dsfa]]
+  python3 bench/gpu_fused_sites.py DSF_RUN OUT.md NEW_DIR OLD_DIR [--shaped WEIGHTS NEW.dsfa OLD.dsfa [LABEL=MID.dsfa ...]]
   * NEW_DIR / OLD_DIR: scripts/gpu-check.sh prepare's folders (cuda.dsfa: the
     tiny V4.1 with NeMo's golden weights.safetensors; v4small-cuda.dsfa: the
     small V4, D 1024, 8 layers, 16 experts, random weights made here);
@@ -17,11 +17,12 @@ the same dsf-run in the same run, the two alternated:
   * --shaped: the V4.1-shaped model at real sizes (bench/gpu_v41_real_size.py's
     artifact and random weights in the released formats, made here when
     WEIGHTS is missing), 2,048 tokens and 8 decode calls, one round (its
-    per-op table is gpu_v41_real_size.py's); MID: an artifact of a build
+    per-op table is gpu_v41_real_size.py's); LABEL=MID: artifacts of builds
     between the two, to attribute the difference.
-The builds compared (this session): the previous build is af21b69; MID is
-3226686 (one-pass mHC sites and the one-kernel top-k); this build adds the
-warp-per-output product kernel taking four depths an iteration (fb55565).
+The builds compared (this session): the previous build is af21b69; between
+it and this one, 3226686 (one-pass mHC sites and the one-kernel top-k) and
+fb55565 (the warp-per-output product kernel taking four depths an
+iteration); this build, 734a696, adds the one-kernel MoE router.
 """
 import datetime
 import os
@@ -88,13 +89,14 @@ def by_op(profile_path):
 
 gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
                      capture_output=True, text=True).stdout.strip()
-say("# One-pass mHC sites and a one-kernel top-k on the H200")
+say("# One-pass mHC sites, a one-kernel top-k and router, unrolled decode products on the H200")
 say()
 say(f"- date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}")
 say(f"- machine: {gpu} (device tool, nvidia-h200)")
 say("- command: `python3 bench/gpu_fused_sites.py " + " ".join(os.path.basename(a) for a in sys.argv[1:]) + "`")
-say("- anchor: the previous compiler's artifacts of the same models (before dsf-gpu-fuse-mhc and "
-    "dsf-gpu-select-topk), run by the same dsf-run, alternated in the same run")
+say("- anchor: the previous compiler's artifacts of the same models (af21b69: before dsf-gpu-fuse-mhc, "
+    "dsf-gpu-select-topk, the unrolled warp kernel and dsf-gpu-route-experts), run by the same dsf-run, "
+    "alternated in the same run")
 say()
 
 small_weights = os.path.join(work, "v4small.safetensors")
@@ -130,8 +132,9 @@ for label, name, weights, ids, new_tokens, warmup, rounds in cases:
 
 if shaped:
     shaped_weights, builds = shaped[0], [("this build", shaped[1]), ("previous build", shaped[2])]
-    if len(shaped) > 3:
-        builds.append(("between (3226686)", shaped[3]))
+    for mid in shaped[3:]:
+        label, _, path = mid.partition("=")
+        builds.append((f"between ({label})", path))
     if not os.path.exists(shaped_weights):
         subprocess.run([sys.executable, tool, "random-weights-quantized", shaped[1], shaped_weights], check=True)
     ids = [rng.randrange(129280) for _ in range(2048)]
