@@ -23,7 +23,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "lowering/CUDA/MhcKernels.h"
+#include "lowering/CUDA/TiledKernels.h"
 #include "lowering/Passes.h"
+#include "lowering/ScalarMath.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -54,12 +56,6 @@ std::optional<Site> parseSite(DictionaryAttr spec) {
   return Site{n.getInt(), width.getInt(), iters.getInt(), eps, normEps, update.getValue(), collapse.getValue()};
 }
 
-/// Whether `type` is memref<shape x f32> with the identity layout (-1: dynamic).
-bool isBuffer(Type type, ArrayRef<int64_t> shape) {
-  auto m = llvm::dyn_cast<MemRefType>(type);
-  return m && m.getLayout().isIdentity() && m.getElementType().isF32() && m.getShape() == shape;
-}
-
 /// The bufferized signature dsf-to-linalg gives a site of this shape.
 bool hasSiteSignature(FunctionType type, const Site &s) {
   int64_t dyn = ShapedType::kDynamic, n = s.n, w = s.width;
@@ -77,10 +73,10 @@ bool hasSiteSignature(FunctionType type, const Site &s) {
   if (type.getNumInputs() != inputs.size() || type.getNumResults() != results.size())
     return false;
   for (auto [t, shape] : llvm::zip(type.getInputs(), inputs))
-    if (!isBuffer(t, shape))
+    if (!isIdentityBuffer(t, shape, Float32Type::get(type.getContext())))
       return false;
   for (auto [t, shape] : llvm::zip(type.getResults(), results))
-    if (!isBuffer(t, shape))
+    if (!isIdentityBuffer(t, shape, Float32Type::get(type.getContext())))
       return false;
   return true;
 }
@@ -93,10 +89,7 @@ struct GpuFuseMhcPass : impl::GpuFuseMhcBase<GpuFuseMhcPass> {
     FunctionType type = helper.getFunctionType();
     Block &body = helper.getBody().front();
     SmallVector<Value> args(body.getArguments());
-    // The old body goes; the arguments stay the caller's.
-    body.getTerminator()->erase();
-    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body.getOperations())))
-      op.erase();
+    clearBody(body);
 
     unsigned next = 0;
     Value X = args[next++], F, post, comb, collapsePre;
@@ -249,15 +242,11 @@ struct GpuFuseMhcPass : impl::GpuFuseMhcBase<GpuFuseMhcPass> {
         Value v = arith::MulFOp::create(w, loc, arith::DivFOp::create(w, loc, summed.getResult(m), rms), sc);
         logits.push_back(arith::AddFOp::create(w, loc, v, memref::LoadOp::create(w, loc, base, ValueRange{idx(w, m)})));
       }
-      auto sigmoid = [&](Value x) -> Value {
-        Value e = math::ExpOp::create(w, loc, arith::NegFOp::create(w, loc, x));
-        return arith::DivFOp::create(w, loc, f32(w, 1), arith::AddFOp::create(w, loc, f32(w, 1), e));
-      };
       Value eps = arith::ConstantOp::create(w, loc, s.eps);
       for (int64_t i = 0; i < n; ++i) {
-        memref::StoreOp::create(w, loc, arith::AddFOp::create(w, loc, sigmoid(logits[i]), eps), pre,
+        memref::StoreOp::create(w, loc, arith::AddFOp::create(w, loc, lowering::sigmoid(w, loc, logits[i]), eps), pre,
                                 ValueRange{t, idx(w, i)});
-        memref::StoreOp::create(w, loc, arith::MulFOp::create(w, loc, f32(w, 2), sigmoid(logits[n + i])), postOut,
+        memref::StoreOp::create(w, loc, arith::MulFOp::create(w, loc, f32(w, 2), lowering::sigmoid(w, loc, logits[n + i])), postOut,
                                 ValueRange{t, idx(w, i)});
       }
       // The row softmax (max-subtracted) + eps, a column normalisation, then

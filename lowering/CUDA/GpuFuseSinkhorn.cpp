@@ -1,5 +1,6 @@
 //===- GpuFuseSinkhorn.cpp - dsf-gpu-fuse-sinkhorn --------------------------===//
 #include "lowering/CUDA/MhcKernels.h"
+#include "lowering/CUDA/TiledKernels.h"
 #include "lowering/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -61,10 +62,7 @@ struct GpuFuseSinkhornPass : impl::GpuFuseSinkhornBase<GpuFuseSinkhornPass> {
       Location loc = helper.getLoc();
       Block &body = helper.getBody().front();
       Value in = body.getArgument(0);
-      // The old body goes; the argument stays the caller's.
-      body.getTerminator()->erase();
-      for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body.getOperations())))
-        op.erase();
+      clearBody(body);
       OpBuilder b = OpBuilder::atBlockEnd(&body);
       auto idx = [&](OpBuilder &o, int64_t v) { return arith::ConstantIndexOp::create(o, loc, v).getResult(); };
       Value tokens = memref::DimOp::create(b, loc, in, idx(b, 0));

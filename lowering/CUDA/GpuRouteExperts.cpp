@@ -13,7 +13,9 @@
 // order and writes the weights. Every value is the linalg's, in its order.
 //
 //===----------------------------------------------------------------------===//
+#include "lowering/CUDA/TiledKernels.h"
 #include "lowering/Passes.h"
+#include "lowering/ScalarMath.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -41,11 +43,6 @@ std::optional<Router> parseRouter(DictionaryAttr spec) {
   return Router{experts.getInt(), topK.getInt(), scale, bias.getValue(), image.getValue()};
 }
 
-bool isBuffer(Type type, ArrayRef<int64_t> shape, Type element) {
-  auto m = llvm::dyn_cast<MemRefType>(type);
-  return m && m.getLayout().isIdentity() && m.getElementType() == element && m.getShape() == shape;
-}
-
 bool hasRouterSignature(FunctionType type, const Router &r, Builder &b) {
   int64_t dyn = ShapedType::kDynamic;
   SmallVector<std::pair<SmallVector<int64_t>, Type>> inputs{{{dyn, r.experts}, b.getF32Type()}};
@@ -56,10 +53,10 @@ bool hasRouterSignature(FunctionType type, const Router &r, Builder &b) {
   if (type.getNumInputs() != inputs.size() || type.getNumResults() != 2)
     return false;
   for (auto [t, expected] : llvm::zip(type.getInputs(), inputs))
-    if (!isBuffer(t, expected.first, expected.second))
+    if (!isIdentityBuffer(t, expected.first, expected.second))
       return false;
-  return isBuffer(type.getResult(0), {dyn, r.topK}, b.getF32Type()) &&
-         isBuffer(type.getResult(1), {dyn, r.topK}, b.getI32Type());
+  return isIdentityBuffer(type.getResult(0), {dyn, r.topK}, b.getF32Type()) &&
+         isIdentityBuffer(type.getResult(1), {dyn, r.topK}, b.getI32Type());
 }
 
 struct GpuRouteExpertsPass : impl::GpuRouteExpertsBase<GpuRouteExpertsPass> {
@@ -70,10 +67,7 @@ struct GpuRouteExpertsPass : impl::GpuRouteExpertsBase<GpuRouteExpertsPass> {
     FunctionType type = helper.getFunctionType();
     Block &body = helper.getBody().front();
     SmallVector<Value> args(body.getArguments());
-    // The old body goes; the arguments stay the caller's.
-    body.getTerminator()->erase();
-    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body.getOperations())))
-      op.erase();
+    clearBody(body);
     Value logits = args[0];
     Value bias = r.bias ? args[1] : Value();
     Value biasVl = r.imageBias ? args[2] : Value(), image = r.imageBias ? args[3] : Value();
@@ -105,10 +99,7 @@ struct GpuRouteExpertsPass : impl::GpuRouteExpertsBase<GpuRouteExpertsPass> {
     scf::ForOp::create(k, loc, tid, experts, idx(k, kThreads), ValueRange{},
                        [&](OpBuilder &o, Location l, Value e, ValueRange) {
                          Value z = memref::LoadOp::create(o, l, logits, ValueRange{t, e});
-                         Value pos = arith::MaximumFOp::create(o, l, z, f32(o, 0));
-                         Value tail = math::Log1pOp::create(
-                             o, l, math::ExpOp::create(o, l, arith::NegFOp::create(o, l, math::AbsFOp::create(o, l, z))));
-                         Value s = math::SqrtOp::create(o, l, arith::AddFOp::create(o, l, pos, tail));
+                         Value s = lowering::sqrtSoftplus(o, l, z);
                          memref::StoreOp::create(o, l, s, scores, ValueRange{e});
                          Value v = s;
                          if (bias) {

@@ -24,6 +24,7 @@
 // work differs.
 //
 //===----------------------------------------------------------------------===//
+#include "lowering/CUDA/TiledKernels.h"
 #include "lowering/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -103,10 +104,7 @@ struct GpuSelectTopkPass : impl::GpuSelectTopkBase<GpuSelectTopkPass> {
     Location loc = NameLoc::get(StringAttr::get(ctx, "index_topk"), helper.getLoc());
     Block &body = helper.getBody().front();
     Value scores = body.getArgument(0);
-    // The old body goes; the argument stays the caller's.
-    body.getTerminator()->erase();
-    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body.getOperations())))
-      op.erase();
+    clearBody(body);
     OpBuilder b = OpBuilder::atBlockEnd(&body);
     auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
     Value tokens = memref::DimOp::create(b, loc, scores, idx(0));
@@ -289,12 +287,11 @@ struct GpuSelectTopkPass : impl::GpuSelectTopkBase<GpuSelectTopkPass> {
         continue;
       auto k = spec.getAs<IntegerAttr>("k");
       FunctionType type = helper.getFunctionType();
-      auto in = type.getNumInputs() == 1 ? llvm::dyn_cast<MemRefType>(type.getInput(0)) : MemRefType();
-      auto res = type.getNumResults() == 1 ? llvm::dyn_cast<MemRefType>(type.getResult(0)) : MemRefType();
       int64_t dyn = ShapedType::kDynamic;
-      if (!k || k.getInt() < 1 || !in || !res || !in.getLayout().isIdentity() || !res.getLayout().isIdentity() ||
-          in.getShape() != ArrayRef<int64_t>{dyn, dyn} || !in.getElementType().isF32() ||
-          res.getShape() != ArrayRef<int64_t>{dyn, k.getInt()} || !res.getElementType().isInteger(32)) {
+      Builder b(&getContext());
+      if (!k || k.getInt() < 1 || type.getNumInputs() != 1 || type.getNumResults() != 1 ||
+          !isIdentityBuffer(type.getInput(0), {dyn, dyn}, b.getF32Type()) ||
+          !isIdentityBuffer(type.getResult(0), {dyn, k.getInt()}, b.getI32Type())) {
         helper.emitError("dsf-gpu-select-topk: a dsf.topk helper that is not a bufferized memref<?x?xf32> -> "
                          "memref<?xKxi32> function with its k");
         return signalPassFailure();

@@ -41,6 +41,17 @@ bool insideKernel(Operation *op) {
   return op->getParentOfType<gpu::GPUModuleOp>() || op->getParentOfType<gpu::LaunchOp>();
 }
 
+void clearBody(Block &body) {
+  body.getTerminator()->erase();
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body.getOperations())))
+    op.erase();
+}
+
+bool isIdentityBuffer(Type type, ArrayRef<int64_t> shape, Type element) {
+  auto m = llvm::dyn_cast<MemRefType>(type);
+  return m && m.getLayout().isIdentity() && m.getElementType() == element && m.getShape() == shape;
+}
+
 std::optional<TileMath> parseTileMath(llvm::StringRef name) {
   if (name == "f32")
     return TileMath::F32;

@@ -47,6 +47,15 @@ enum class TileMath { F32, Tf32, Tf32x3 };
 /// body): the CUDA passes rewrite only the host's generics.
 bool insideKernel(Operation *op);
 
+/// For the passes that rebuild a dsf-to-linalg helper's body as kernels
+/// (dsf-gpu-fuse-mhc, -select-topk, -route-experts, -fuse-sinkhorn): erases
+/// every op of `body`, its terminator included; the arguments stay the
+/// callers'.
+void clearBody(Block &body);
+/// Whether `type` is an identity-layout memref of `shape` (kDynamic where
+/// dynamic) and `element`: a bufferized helper argument or result.
+bool isIdentityBuffer(Type type, ArrayRef<int64_t> shape, Type element);
+
 /// "f32", "tf32", "3xtf32".
 std::optional<TileMath> parseTileMath(llvm::StringRef name);
 /// A pass's `math` option, or an error on `op` naming the pass and the value.

@@ -9,6 +9,7 @@
 #define DSF_LOWERING_DSFTOLINALG_BUILDERS_H
 
 #include "lowering/Passes.h"
+#include "lowering/ScalarMath.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -138,10 +139,6 @@ inline SmallVector<unsigned> range(unsigned from, unsigned to) {
   return r;
 }
 
-inline Value f32Const(OpBuilder &b, Location loc, double v) {
-  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(v)));
-}
-
 /// y[t, o] = sum_i x[t, i] * w[o, i] for x [?, I] and w [O, I].
 inline Value rowsTimesTransposed(OpBuilder &b, Location loc, Value x, Value w) {
   MLIRContext *ctx = b.getContext();
@@ -154,12 +151,6 @@ inline Value rowsTimesTransposed(OpBuilder &b, Location loc, Value x, Value w) {
                linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], p).getResult());
              })
       .getResult(0);
-}
-
-/// 1 / (1 + exp(-x)), as the reference writes it.
-inline Value sigmoid(OpBuilder &b, Location loc, Value x) {
-  Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
-  return arith::DivFOp::create(b, loc, f32Const(b, loc, 1), arith::AddFOp::create(b, loc, f32Const(b, loc, 1), e));
 }
 
 /// The clamped SwiGLU of the experts: silu(min(g, limit)) * clamp(u, -limit, limit).

@@ -635,13 +635,8 @@ struct GroupedLinearLowering : DsfPattern<GroupedLinearOp> {
 
 /// The router's scores: s = sqrt(softplus(logits)).
 Value routerScores(OpBuilder &b, Location loc, Value logits) {
-  return elementwise(b, loc, ValueRange{logits}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-    // softplus(z) = max(z, 0) + log1p(exp(-|z|)), as np.logaddexp(0, z)
-    Value z = a[0];
-    Value pos = arith::MaximumFOp::create(nb, l, z, f32Const(nb, l, 0));
-    Value tail = math::Log1pOp::create(nb, l, math::ExpOp::create(nb, l, arith::NegFOp::create(nb, l, math::AbsFOp::create(nb, l, z))));
-    return math::SqrtOp::create(nb, l, arith::AddFOp::create(nb, l, pos, tail));
-  });
+  return elementwise(b, loc, ValueRange{logits},
+                     [&](OpBuilder &nb, Location l, ValueRange a) -> Value { return sqrtSoftplus(nb, l, a[0]); });
 }
 
 /// weights[t, slot] = s[t, chosen[t, slot]] / (sum over slots + 1e-20) * routed_scale.
@@ -966,6 +961,17 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
 
     OpBuilder b(ctx);
     b.setInsertionPointToEnd(module.getBody());
+    // A private helper at the module's end, marked with what it computes
+    // (`marker` = `fields`) for targets that build its body as kernels of
+    // their own (dsf-gpu-fuse-mhc, -route-experts, -select-topk,
+    // -fuse-sinkhorn); its entry block is where the linalg body goes.
+    auto addHelper = [&](StringRef name, TypeRange inputs, TypeRange results, StringRef marker,
+                         ArrayRef<NamedAttribute> fields) {
+      auto helper = func::FuncOp::create(b, module.getLoc(), name, b.getFunctionType(inputs, results));
+      helper.setPrivate();
+      helper->setAttr(marker, b.getDictionaryAttr(fields));
+      return helper.addEntryBlock();
+    };
     // The mHC site helpers, in linalg: [update], coefficients (which ask
     // for a Sinkhorn helper, hence first), [collapse].
     for (const auto &[name, spec] : state.hcSites) {
@@ -978,20 +984,15 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
       if (spec.collapse)
         inputs.push_back(tensorOf({dyn, n}));
       inputs.append({tensorOf({mix, n * width}), tensorOf({mix}), tensorOf({3})});
-      auto helper = func::FuncOp::create(b, loc, name, b.getFunctionType(inputs, hcSiteResultTypes(ctx, spec)));
-      helper.setPrivate();
-      // What the helper computes, for targets that run it as kernels of
-      // their own (dsf-gpu-fuse-mhc).
-      helper->setAttr("dsf.hc_site",
-                      b.getDictionaryAttr({b.getNamedAttr("n", b.getI64IntegerAttr(n)),
-                                           b.getNamedAttr("width", b.getI64IntegerAttr(width)),
-                                           b.getNamedAttr("iters", b.getI64IntegerAttr(spec.iters)),
-                                           b.getNamedAttr("eps", b.getF32FloatAttr(float(spec.eps))),
-                                           b.getNamedAttr("norm_eps", b.getF32FloatAttr(float(spec.normEps))),
-                                           b.getNamedAttr("update", b.getBoolAttr(spec.update)),
-                                           b.getNamedAttr("collapse", b.getBoolAttr(spec.collapse))}));
+      Block *entry = addHelper(name, inputs, hcSiteResultTypes(ctx, spec), "dsf.hc_site",
+                               {b.getNamedAttr("n", b.getI64IntegerAttr(n)),
+                                b.getNamedAttr("width", b.getI64IntegerAttr(width)),
+                                b.getNamedAttr("iters", b.getI64IntegerAttr(spec.iters)),
+                                b.getNamedAttr("eps", b.getF32FloatAttr(float(spec.eps))),
+                                b.getNamedAttr("norm_eps", b.getF32FloatAttr(float(spec.normEps))),
+                                b.getNamedAttr("update", b.getBoolAttr(spec.update)),
+                                b.getNamedAttr("collapse", b.getBoolAttr(spec.collapse))});
       OpBuilder::InsertionGuard guard(b);
-      Block *entry = helper.addEntryBlock();
       b.setInsertionPointToStart(entry);
       ValueRange args = entry->getArguments();
       Value X = args[0];
@@ -1019,18 +1020,13 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
       if (spec.imageBias)
         inputs.append({RankedTensorType::get({spec.experts}, b.getF32Type()),
                        RankedTensorType::get({ShapedType::kDynamic}, b.getI1Type())});
-      auto helper = func::FuncOp::create(b, loc, name, b.getFunctionType(inputs, routerResultTypes(ctx, spec)));
-      helper.setPrivate();
-      // What the helper computes, for targets that route with a kernel of
-      // their own (dsf-gpu-route-experts).
-      helper->setAttr("dsf.router",
-                      b.getDictionaryAttr({b.getNamedAttr("experts", b.getI64IntegerAttr(spec.experts)),
-                                           b.getNamedAttr("top_k", b.getI64IntegerAttr(spec.topK)),
-                                           b.getNamedAttr("routed_scale", b.getF32FloatAttr(float(spec.routedScale))),
-                                           b.getNamedAttr("bias", b.getBoolAttr(spec.bias)),
-                                           b.getNamedAttr("image_bias", b.getBoolAttr(spec.imageBias))}));
+      Block *entry = addHelper(name, inputs, routerResultTypes(ctx, spec), "dsf.router",
+                               {b.getNamedAttr("experts", b.getI64IntegerAttr(spec.experts)),
+                                b.getNamedAttr("top_k", b.getI64IntegerAttr(spec.topK)),
+                                b.getNamedAttr("routed_scale", b.getF32FloatAttr(float(spec.routedScale))),
+                                b.getNamedAttr("bias", b.getBoolAttr(spec.bias)),
+                                b.getNamedAttr("image_bias", b.getBoolAttr(spec.imageBias))});
       OpBuilder::InsertionGuard guard(b);
-      Block *entry = helper.addEntryBlock();
       b.setInsertionPointToStart(entry);
       func::ReturnOp::create(b, loc, routeTokens(b, loc, spec, entry->getArguments()));
     }
@@ -1040,14 +1036,10 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
       Location loc = module.getLoc();
       auto scores = RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, b.getF32Type());
       auto selection = RankedTensorType::get({ShapedType::kDynamic, spec.k}, b.getI32Type());
-      auto helper = func::FuncOp::create(b, loc, name, b.getFunctionType({scores}, {selection}));
-      helper.setPrivate();
-      // What the helper computes, for targets that select with a kernel of
-      // their own (dsf-gpu-select-topk).
-      helper->setAttr("dsf.topk", b.getDictionaryAttr({b.getNamedAttr("k", b.getI64IntegerAttr(spec.k))}));
+      Block *entry = addHelper(name, {scores}, {selection}, "dsf.topk", {b.getNamedAttr("k", b.getI64IntegerAttr(spec.k))});
       OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(helper.addEntryBlock());
-      func::ReturnOp::create(b, loc, selectTopk(b, loc, helper.getArgument(0), spec));
+      b.setInsertionPointToStart(entry);
+      func::ReturnOp::create(b, loc, selectTopk(b, loc, entry->getArgument(0), spec));
     }
 
     // The Sinkhorn helpers: comb -> `rounds` x (row, then column
@@ -1055,19 +1047,16 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
     for (const auto &[name, spec] : state.sinkhorn) {
       Location loc = module.getLoc();
       auto combType = RankedTensorType::get({ShapedType::kDynamic, spec.n, spec.n}, b.getF32Type());
-      auto helper = func::FuncOp::create(b, loc, name, b.getFunctionType({combType}, {combType}));
-      helper.setPrivate();
-      // What the helper computes, for targets that run it as one kernel
-      // (dsf-gpu-fuse-sinkhorn) instead of its rounds of whole-tensor ops.
-      helper->setAttr("dsf.sinkhorn", b.getDictionaryAttr({b.getNamedAttr("n", b.getI64IntegerAttr(spec.n)),
-                                                           b.getNamedAttr("rounds", b.getI64IntegerAttr(spec.rounds)),
-                                                           b.getNamedAttr("eps", b.getF32FloatAttr(float(spec.eps)))}));
+      Block *entry = addHelper(name, {combType}, {combType}, "dsf.sinkhorn",
+                               {b.getNamedAttr("n", b.getI64IntegerAttr(spec.n)),
+                                b.getNamedAttr("rounds", b.getI64IntegerAttr(spec.rounds)),
+                                b.getNamedAttr("eps", b.getF32FloatAttr(float(spec.eps)))});
       OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(helper.addEntryBlock());
+      b.setInsertionPointToStart(entry);
       Value lb = arith::ConstantIndexOp::create(b, loc, 0), ub = arith::ConstantIndexOp::create(b, loc, spec.rounds),
             step = arith::ConstantIndexOp::create(b, loc, 1);
       double eps = spec.eps;
-      auto loop = scf::ForOp::create(b, loc, lb, ub, step, ValueRange{helper.getArgument(0)},
+      auto loop = scf::ForOp::create(b, loc, lb, ub, step, ValueRange{entry->getArgument(0)},
                                      [&](OpBuilder &nb, Location l, Value, ValueRange iter) {
                                        Value c = HcCoeffsLowering::normalise(nb, l, iter[0], 2, eps);
                                        scf::YieldOp::create(nb, l, HcCoeffsLowering::normalise(nb, l, c, 1, eps));
