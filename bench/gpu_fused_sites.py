@@ -1,8 +1,10 @@
-"""Question: what do the mHC sites as one pass over the streams
-(dsf-gpu-fuse-mhc: two kernels a site instead of some twenty) and the
-indexer's top-k as one kernel (dsf-gpu-select-topk: a block per token instead
-of a threshold search of some 150 launches) save, per decode token and per
-prefill, against the previous compiler's artifacts of the same models?
+"""Question: what does a build's new kernel work save, per decode token and per
+prefill, against the previous build's artifacts of the same models? First
+asked of the mHC sites as one pass over the streams (dsf-gpu-fuse-mhc) and
+the one-kernel top-k (dsf-gpu-select-topk), then of the one-kernel MoE
+router (dsf-gpu-route-experts), then of sink attention as one kernel
+(dsf-gpu-sink-attention), the split decode products (warpGemvSplit) and the
+mHC coefficients a warp per token.
 
 Runs on the GPU machine; the anchor is the previous build's artifact, run by
 the same dsf-run in the same run, the two alternated:
@@ -19,10 +21,11 @@ the same dsf-run in the same run, the two alternated:
     WEIGHTS is missing), 2,048 tokens and 8 decode calls, one round (its
     per-op table is gpu_v41_real_size.py's); LABEL=MID: artifacts of builds
     between the two, to attribute the difference.
-The builds compared (this session): the previous build is af21b69; between
-it and this one, 3226686 (one-pass mHC sites and the one-kernel top-k) and
-fb55565 (the warp-per-output product kernel taking four depths an
-iteration); this build, 734a696, adds the one-kernel MoE router.
+The builds compared: 2026-11-30, af21b69 against 3226686 (one-pass mHC
+sites and the one-kernel top-k), fb55565 (the warp-per-output product kernel
+taking four depths an iteration) and 734a696 (the one-kernel MoE router);
+2026-12-01, 734a696 against this session's build (one-kernel sink
+attention, split decode products, the mHC coefficients a warp per token).
 """
 import datetime
 import os
@@ -89,14 +92,13 @@ def by_op(profile_path):
 
 gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
                      capture_output=True, text=True).stdout.strip()
-say("# One-pass mHC sites, a one-kernel top-k and router, unrolled decode products on the H200")
+say("# A build's kernel work against the previous build's artifacts on the H200")
 say()
 say(f"- date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}")
 say(f"- machine: {gpu} (device tool, nvidia-h200)")
 say("- command: `python3 bench/gpu_fused_sites.py " + " ".join(os.path.basename(a) for a in sys.argv[1:]) + "`")
-say("- anchor: the previous compiler's artifacts of the same models (af21b69: before dsf-gpu-fuse-mhc, "
-    "dsf-gpu-select-topk, the unrolled warp kernel and dsf-gpu-route-experts), run by the same dsf-run, "
-    "alternated in the same run")
+say("- anchor: the previous compiler's artifacts of the same models (OLD_DIR and the second --shaped "
+    "artifact), run by the same dsf-run, alternated in the same run")
 say()
 
 small_weights = os.path.join(work, "v4small.safetensors")
@@ -136,6 +138,7 @@ if shaped:
         label, _, path = mid.partition("=")
         builds.append((f"between ({label})", path))
     if not os.path.exists(shaped_weights):
+        os.makedirs(os.path.dirname(os.path.abspath(shaped_weights)), exist_ok=True)
         subprocess.run([sys.executable, tool, "random-weights-quantized", shaped[1], shaped_weights], check=True)
     ids = [rng.randrange(129280) for _ in range(2048)]
     for variant, artifact in builds:

@@ -339,17 +339,24 @@ if torch is not None and torch.cuda.is_available():
 
         ours = {}
         topk_us, topk_launches = 0.0, 0
+        attn_us, attn_launches = 0.0, 0
         for name, shape, launches, us in profiles.get(n, []):
             if name.startswith("decode_layer20__"):
                 op = op_of(name)[1]
                 ours[op] = ours.get(op, 0.0) + us / 2
             elif name.startswith("decode/dsf_topk_"):
                 topk_us, topk_launches = topk_us + us, topk_launches + launches
+            elif re.match(r"decode/dsf_attention_.*_k[1-9]", name):
+                attn_us, attn_launches = attn_us + us, attn_launches + launches
         # The top-k is one kernel shared by every indexer layer (dsf-gpu-select-topk): layer 20's share is
         # counted as the mean of its decode launches (the layers with fewer entries make that an
         # underestimate for layer 20, whose ratio-1 cache has the most).
         if topk_launches:
             ours["index_topk (shared top-k kernel, mean a launch)"] = topk_us / topk_launches
+        # Sparse attention is one kernel shared by every compressed layer (dsf-gpu-sink-attention), the
+        # same 512 + 128 columns in each: a launch's mean is layer 20's.
+        if attn_launches:
+            ours["attention (shared kernel, mean a launch)"] = attn_us / attn_launches
         dsf_index = sum(v for k, v in ours.items() if k.startswith("index"))  # index_score, index_topk
         dsf_attn = sum(v for k, v in ours.items() if k.startswith("attention"))
         for label, fn, ours_us, nbytes in (("indexer + top-512", indexer, dsf_index, n * 68),

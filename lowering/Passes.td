@@ -280,6 +280,29 @@ def GpuSelectTopk : Pass<"dsf-gpu-select-topk", "::mlir::ModuleOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def GpuSinkAttention : Pass<"dsf-gpu-sink-attention", "::mlir::ModuleOp"> {
+  let summary = "Run each sink-attention helper as one kernel, a block per (token, head)";
+  let description = [{
+    dsf-to-linalg runs sink attention over a layer's window band and its
+    selected cache entries in a helper function per shape (marked
+    `dsf.attention = {heads, width, window, k, scale}`; k = 0: the window
+    only): queries [tokens, heads, width], window rows, [cache rows,
+    selection [tokens, k] i32 (-1: none)], sink [heads] -> [tokens, heads,
+    width], some fifteen kernels in linalg. On bufferized IR this pass
+    replaces the helper's body with one kernel, a block of 256 threads per
+    (token, head): the query in shared memory, each warp a column's logit
+    (lanes strided over the width, xor shuffles), the maximum with the sink
+    and the denominator (shuffles, then the warps in order), then each thread
+    its channels' weighted sum over the columns in the linalg's order (the
+    band, then the entries), eight rows' loads together. The logits' and the
+    denominator's sums run in another order than the linalg's, one for any
+    number of tokens. Widths that are not a multiple of 32 or above 4,096
+    stay as they are; a helper whose signature is not its shape's is an error.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect"];
+}
+
 def GpuRouteExperts : Pass<"dsf-gpu-route-experts", "::mlir::ModuleOp"> {
   let summary = "Run each MoE router helper as one kernel, a block per token";
   let description = [{

@@ -26,6 +26,7 @@ prepare)
   build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cuda -o $G/cuda.dsfa
   build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cuda --batch-invariant -o $G/cuda-invariant.dsfa
   build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cpu -o $G/cpu.dsfa
+  build/bin/dsf-compile models/deepseek-v4.1-tiny --no-kv-quant --target=cuda -o $G/cuda-noquant.dsfa
   build/bin/dsf-compile models/deepseek-v4-tiny --no-kv-quant --target=cuda -o $G/v4cuda.dsfa
   build/bin/dsf-compile models/deepseek-v4-tiny --no-kv-quant --target=cpu -o $G/v4cpu.dsfa
   build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cuda -o $G/v4small-cuda.dsfa
@@ -69,11 +70,20 @@ for tag, f in [('', '$G/io'), ('v4', 'test/golden/v4-tiny/io')]:
     open(f'/tmp/{tag}rest', 'w').write(','.join(map(str, ids[1][24:])))
 PY
   {
+  # The tiny V4.1 with its FP4 / FP8 cache quantizers on, against the CPU
+  # artifact and NeMo's GPU run: the GPU sums some products in another
+  # order than the CPU (sink attention's logits and denominator by shuffle
+  # trees), and the quantizers turn those 1-ulp differences into other codes,
+  # so a relative error around 1e-3 and at most one argmax of 77 at a near
+  # tie (98 %). The same model with the quantizers off holds the kernels
+  # themselves to f32 accuracy: 1e-4 and every argmax against NeMo's run.
   for r in 0 1; do
     $R $G/cpu.dsfa --weights $G/weights.safetensors --prompt-ids @/tmp/ids$r --dump-logits $OUT/cpu$r.logits
     $R $G/cuda.dsfa --weights $G/weights.safetensors --prompt-ids @/tmp/ids$r --dump-logits $OUT/cuda$r.logits --timing
-    $C $OUT/cuda$r.logits --against $OUT/cpu$r.logits --max-rel 1e-2 --min-argmax 99 || true
+    $C $OUT/cuda$r.logits --against $OUT/cpu$r.logits --max-rel 1e-2 --min-argmax 98 || true
     $C $OUT/cuda$r.logits --golden $G/io.safetensors --key logits_quant_gpu_selective --row $r --max-rel 1e-2 --min-argmax 98 || true
+    $R $G/cuda-noquant.dsfa --weights $G/weights.safetensors --prompt-ids @/tmp/ids$r --dump-logits $OUT/nq$r.logits
+    $C $OUT/nq$r.logits --golden $G/io.safetensors --key logits_noquant_gpu_selective --row $r --max-rel 1e-4 --min-argmax 100 || true
   done
   # Decode (1-3 rows a call: the warp-per-output projection kernel) against
   # prefill (77 rows: the tiled kernel): the same sums in another order, and
@@ -83,7 +93,7 @@ PY
   $R $G/cuda.dsfa --weights $G/weights.safetensors --prompt-ids @/tmp/pre --then-ids @/tmp/rest --dump-logits $OUT/cuda-dec.logits
   $C $OUT/cuda-dec.logits --against $OUT/cuda1.logits --max-rel 1e-1 --min-argmax 95 || true
   $R $G/cuda-invariant.dsfa --weights $G/weights.safetensors --prompt-ids @/tmp/ids1 --dump-logits $OUT/inv1.logits
-  $C $OUT/inv1.logits --against $OUT/cpu1.logits --max-rel 1e-2 --min-argmax 99 || true
+  $C $OUT/inv1.logits --against $OUT/cpu1.logits --max-rel 1e-2 --min-argmax 98 || true
   $R $G/cuda-invariant.dsfa --weights $G/weights.safetensors --prompt-ids @/tmp/pre --then-ids @/tmp/rest --dump-logits $OUT/inv-dec.logits
   $C $OUT/inv-dec.logits --against $OUT/inv1.logits --exact || true
   # Speed of the tiny V4.1 (warm): queued launches, then a synchronize after

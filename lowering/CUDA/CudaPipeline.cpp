@@ -39,13 +39,15 @@ LogicalResult mlir::dsf::buildCudaPipelineFromLinalg(OpPassManager &pm, const Cu
   // (dsf-gpu-fuse-mhc: the Sinkhorn helpers it no longer calls go with
   // symbol-dce), each top-k selection one kernel, a block per token
   // (dsf-gpu-select-topk), each MoE router one kernel, a block per token
-  // (dsf-gpu-route-experts), the Sinkhorn rounds of other helpers one kernel
+  // (dsf-gpu-route-experts), each sink attention over the band and the
+  // selected entries one kernel, a block per (token, head)
+  // (dsf-gpu-sink-attention), the Sinkhorn rounds of other helpers one kernel
   // (dsf-gpu-fuse-sinkhorn),
   // and once the
   // kernels are outlined dsf-place-buffers moves the host's own scratch to
   // the stack and proves the host code dereferences no device buffer: the
   // runtime then queues the kernels without synchronizing between them.
-  std::string text = "canonicalize,convert-bufferization-to-memref,dsf-copies-to-linalg,dsf-gpu-fuse-mhc,dsf-gpu-select-topk,dsf-gpu-route-experts,symbol-dce,dsf-gpu-fuse-sinkhorn,"
+  std::string text = "canonicalize,convert-bufferization-to-memref,dsf-copies-to-linalg,dsf-gpu-fuse-mhc,dsf-gpu-select-topk,dsf-gpu-route-experts,dsf-gpu-sink-attention,symbol-dce,dsf-gpu-fuse-sinkhorn,"
                      "dsf-gpu-grouped-experts{batch-invariant=" + invariant + " math=" + options.tileMath +
                      "},dsf-gpu-tiled-matmul{batch-invariant=" + invariant + " math=" + options.tileMath +
                      "},dsf-gpu-batched-contraction{math=" + options.tileMath + "},dsf-gpu-block-reduce,"

@@ -82,6 +82,160 @@ bool hasSiteSignature(FunctionType type, const Site &s) {
 }
 
 struct GpuFuseMhcPass : impl::GpuFuseMhcBase<GpuFuseMhcPass> {
+  /// The coefficients from the pass's partial sums, a thread per token: the
+  /// partials added in split order, the logits, sigmoids, the row softmax
+  /// and every Sinkhorn round in registers.
+  void coefficientsByThread(OpBuilder &b, Location loc, const Site &s, Value tokens, Value partials, Value scale,
+                            Value base, Value pre, Value postOut, Value combOut) {
+    int64_t n = s.n, width = s.width, mix = s.mix(), values = mix + 1;
+    int64_t splits = llvm::cast<MemRefType>(partials.getType()).getDimSize(1);
+    auto idx = [&](OpBuilder &o, int64_t v) { return arith::ConstantIndexOp::create(o, loc, v).getResult(); };
+    auto f32 = [&](OpBuilder &o, double v) {
+      return arith::ConstantFloatOp::create(o, loc, o.getF32Type(), APFloat(float(v))).getResult();
+    };
+    auto ult = [&](OpBuilder &o, Value x, Value y) {
+      return arith::CmpIOp::create(o, loc, arith::CmpIPredicate::ult, x, y).getResult();
+    };
+    Value one = idx(b, 1);
+    Value blocks = arith::DivUIOp::create(b, loc, arith::AddIOp::create(b, loc, tokens, idx(b, kTokenThreads - 1)),
+                                          idx(b, kTokenThreads));
+    auto launch = gpu::LaunchOp::create(b, loc, blocks, one, one, idx(b, kTokenThreads), one, one);
+    OpBuilder k = OpBuilder::atBlockEnd(&launch.getBody().front());
+    Value t = arith::AddIOp::create(
+        k, loc, arith::MulIOp::create(k, loc, launch.getBlockIds().x, idx(k, kTokenThreads)), launch.getThreadIds().x);
+    auto live = scf::IfOp::create(k, loc, TypeRange{}, ult(k, t, tokens), false);
+    gpu::TerminatorOp::create(k, loc);
+    OpBuilder w = live.getThenBodyBuilder();
+    auto summed = scf::ForOp::create(
+        w, loc, idx(w, 0), idx(w, splits), idx(w, 1), SmallVector<Value>(values, f32(w, 0)),
+        [&](OpBuilder &o, Location l, Value split, ValueRange acc) {
+          SmallVector<Value> out;
+          for (int64_t v = 0; v < values; ++v)
+            out.push_back(arith::AddFOp::create(
+                o, l, acc[v], memref::LoadOp::create(o, l, partials, ValueRange{t, split, idx(o, v)})));
+          scf::YieldOp::create(o, l, out);
+        });
+    // logits[m] = mix[m] / sqrt(sumsq / (n width) + norm_eps) * scale[min(m div n, 2)] + base[m]
+    Value mean = arith::DivFOp::create(w, loc, summed.getResult(mix), f32(w, double(n * width)));
+    Value rms = math::SqrtOp::create(w, loc, arith::AddFOp::create(w, loc, mean, arith::ConstantOp::create(w, loc, s.normEps)));
+    SmallVector<Value> logits;
+    for (int64_t m = 0; m < mix; ++m) {
+      Value sc = memref::LoadOp::create(w, loc, scale, ValueRange{idx(w, std::min<int64_t>(m / n, 2))});
+      Value v = arith::MulFOp::create(w, loc, arith::DivFOp::create(w, loc, summed.getResult(m), rms), sc);
+      logits.push_back(arith::AddFOp::create(w, loc, v, memref::LoadOp::create(w, loc, base, ValueRange{idx(w, m)})));
+    }
+    Value eps = arith::ConstantOp::create(w, loc, s.eps);
+    for (int64_t i = 0; i < n; ++i) {
+      memref::StoreOp::create(w, loc, arith::AddFOp::create(w, loc, lowering::sigmoid(w, loc, logits[i]), eps), pre,
+                              ValueRange{t, idx(w, i)});
+      memref::StoreOp::create(w, loc, arith::MulFOp::create(w, loc, f32(w, 2), lowering::sigmoid(w, loc, logits[n + i])), postOut,
+                              ValueRange{t, idx(w, i)});
+    }
+    // The row softmax (max-subtracted) + eps, a column normalisation, then
+    // the remaining rounds.
+    SmallVector<Value> cells(logits.begin() + 2 * n, logits.end());
+    Value minusInf = arith::ConstantFloatOp::create(
+        w, loc, w.getF32Type(), APFloat::getInf(APFloat::IEEEsingle(), /*Negative=*/true));
+    for (int64_t i = 0; i < n; ++i) {
+      Value rowMax = minusInf;
+      for (int64_t j = 0; j < n; ++j)
+        rowMax = arith::MaximumFOp::create(w, loc, rowMax, cells[i * n + j]);
+      for (int64_t j = 0; j < n; ++j)
+        cells[i * n + j] = math::ExpOp::create(w, loc, arith::SubFOp::create(w, loc, cells[i * n + j], rowMax));
+    }
+    cells = normaliseCells(w, loc, cells, n, 2, f32(w, 0));
+    for (Value &c : cells)
+      c = arith::AddFOp::create(w, loc, c, eps);
+    cells = normaliseCells(w, loc, cells, n, 1, eps);
+    if (s.iters > 1)
+      cells = sinkhornRounds(w, loc, cells, n, s.iters - 1, eps);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        memref::StoreOp::create(w, loc, cells[i * n + j], combOut, ValueRange{t, idx(w, i), idx(w, j)});
+  }
+
+  /// The same values with a warp per token: lane v adds value v's partials
+  /// in split order, lane m computes logit m (the sum of squares comes from
+  /// lane mix), lanes below n write pre and post, then lane c holds cell c of
+  /// the combination matrix for the row softmax and the Sinkhorn rounds
+  /// (normaliseLaneCell). Every value is the thread version's, in its order;
+  /// a decode token's 19 rounds take a shuffle per term instead of one
+  /// thread's n*n cells in sequence.
+  void coefficientsByWarp(OpBuilder &b, Location loc, const Site &s, Value tokens, Value partials, Value scale,
+                          Value base, Value pre, Value postOut, Value combOut) {
+    int64_t n = s.n, width = s.width, mix = s.mix();
+    int64_t splits = llvm::cast<MemRefType>(partials.getType()).getDimSize(1);
+    constexpr int64_t kTokensPerBlock = kTokenThreads / kWarp;
+    auto idx = [&](OpBuilder &o, int64_t v) { return arith::ConstantIndexOp::create(o, loc, v).getResult(); };
+    auto f32 = [&](OpBuilder &o, double v) {
+      return arith::ConstantFloatOp::create(o, loc, o.getF32Type(), APFloat(float(v))).getResult();
+    };
+    auto ult = [&](OpBuilder &o, Value x, Value y) {
+      return arith::CmpIOp::create(o, loc, arith::CmpIPredicate::ult, x, y).getResult();
+    };
+    auto minIdx = [&](OpBuilder &o, Value x, int64_t y) { return arith::MinUIOp::create(o, loc, x, idx(o, y)).getResult(); };
+    Value one = idx(b, 1);
+    Value blocks = arith::DivUIOp::create(b, loc, arith::AddIOp::create(b, loc, tokens, idx(b, kTokensPerBlock - 1)),
+                                          idx(b, kTokensPerBlock));
+    auto launch = gpu::LaunchOp::create(b, loc, blocks, one, one, idx(b, kTokenThreads), one, one);
+    OpBuilder k = OpBuilder::atBlockEnd(&launch.getBody().front());
+    Value tid = launch.getThreadIds().x;
+    Value lane = arith::RemUIOp::create(k, loc, tid, idx(k, kWarp));
+    Value t = arith::AddIOp::create(k, loc, arith::MulIOp::create(k, loc, launch.getBlockIds().x, idx(k, kTokensPerBlock)),
+                                    arith::DivUIOp::create(k, loc, tid, idx(k, kWarp)));
+    // The whole warp takes the branch or not: its shuffles stay converged.
+    auto live = scf::IfOp::create(k, loc, TypeRange{}, ult(k, t, tokens), false);
+    gpu::TerminatorOp::create(k, loc);
+    OpBuilder w = live.getThenBodyBuilder();
+    Value v = minIdx(w, lane, mix);
+    auto summed = scf::ForOp::create(w, loc, idx(w, 0), idx(w, splits), idx(w, 1), ValueRange{f32(w, 0)},
+                                     [&](OpBuilder &o, Location l, Value split, ValueRange acc) {
+                                       Value p = memref::LoadOp::create(o, l, partials, ValueRange{t, split, v});
+                                       scf::YieldOp::create(o, l, arith::AddFOp::create(o, l, acc[0], p).getResult());
+                                     });
+    Value sum = summed.getResult(0);
+    Value sumsq = laneValue(w, loc, sum, idx(w, mix));
+    // logits[m] = mix[m] / sqrt(sumsq / (n width) + norm_eps) * scale[min(m div n, 2)] + base[m]
+    Value mean = arith::DivFOp::create(w, loc, sumsq, f32(w, double(n * width)));
+    Value rms = math::SqrtOp::create(w, loc, arith::AddFOp::create(w, loc, mean, arith::ConstantOp::create(w, loc, s.normEps)));
+    Value m = minIdx(w, lane, mix - 1);
+    Value sc = memref::LoadOp::create(w, loc, scale, ValueRange{minIdx(w, arith::DivUIOp::create(w, loc, m, idx(w, n)), 2)});
+    Value logit = arith::AddFOp::create(w, loc, arith::MulFOp::create(w, loc, arith::DivFOp::create(w, loc, sum, rms), sc),
+                                        memref::LoadOp::create(w, loc, base, ValueRange{m}));
+    Value eps = arith::ConstantOp::create(w, loc, s.eps);
+    auto isPre = scf::IfOp::create(w, loc, TypeRange{}, ult(w, lane, idx(w, n)), true);
+    {
+      OpBuilder o = isPre.getThenBodyBuilder();
+      memref::StoreOp::create(o, loc, arith::AddFOp::create(o, loc, lowering::sigmoid(o, loc, logit), eps), pre,
+                              ValueRange{t, lane});
+      OpBuilder e = isPre.getElseBodyBuilder();
+      auto isPost = scf::IfOp::create(e, loc, TypeRange{}, ult(e, lane, idx(e, 2 * n)), false);
+      OpBuilder p = isPost.getThenBodyBuilder();
+      memref::StoreOp::create(p, loc, arith::MulFOp::create(p, loc, f32(p, 2), lowering::sigmoid(p, loc, logit)), postOut,
+                              ValueRange{t, arith::SubIOp::create(p, loc, lane, idx(p, n))});
+    }
+    // Lane c: cell c = logit 2n + c; the row softmax (max-subtracted) + eps,
+    // a column normalisation, then the remaining rounds.
+    Value cell = laneValue(w, loc, logit, minIdx(w, arith::AddIOp::create(w, loc, lane, idx(w, 2 * n)), mix - 1));
+    Value c = minIdx(w, lane, n * n - 1);
+    Value row = arith::DivUIOp::create(w, loc, c, idx(w, n)), column = arith::RemUIOp::create(w, loc, c, idx(w, n));
+    Value rowMax = arith::ConstantFloatOp::create(w, loc, w.getF32Type(),
+                                                  APFloat::getInf(APFloat::IEEEsingle(), /*Negative=*/true));
+    for (int64_t j = 0; j < n; ++j) {
+      Value at = arith::AddIOp::create(w, loc, arith::MulIOp::create(w, loc, row, idx(w, n)), idx(w, j));
+      rowMax = arith::MaximumFOp::create(w, loc, rowMax, laneValue(w, loc, cell, at));
+    }
+    cell = math::ExpOp::create(w, loc, arith::SubFOp::create(w, loc, cell, rowMax));
+    cell = normaliseLaneCell(w, loc, cell, lane, n, 2, f32(w, 0));
+    cell = arith::AddFOp::create(w, loc, cell, eps);
+    cell = normaliseLaneCell(w, loc, cell, lane, n, 1, eps);
+    if (s.iters > 1)
+      cell = sinkhornLaneRounds(w, loc, cell, lane, n, s.iters - 1, eps);
+    auto isCell = scf::IfOp::create(w, loc, TypeRange{}, ult(w, lane, idx(w, n * n)), false);
+    OpBuilder o = isCell.getThenBodyBuilder();
+    memref::StoreOp::create(o, loc, cell, combOut, ValueRange{t, row, column});
+  }
+
   void rewrite(func::FuncOp helper, const Site &s) {
     MLIRContext *ctx = helper.getContext();
     // Kernels named after the site in profiles (dsf-name-kernels).
@@ -212,65 +366,12 @@ struct GpuFuseMhcPass : impl::GpuFuseMhcBase<GpuFuseMhcPass> {
       gpu::TerminatorOp::create(k, loc);
     }
 
-    // 2. The coefficients, a thread per token.
-    {
-      Value one = idx(b, 1);
-      Value blocks = arith::DivUIOp::create(b, loc, arith::AddIOp::create(b, loc, tokens, idx(b, kTokenThreads - 1)),
-                                            idx(b, kTokenThreads));
-      auto launch = gpu::LaunchOp::create(b, loc, blocks, one, one, idx(b, kTokenThreads), one, one);
-      OpBuilder k = OpBuilder::atBlockEnd(&launch.getBody().front());
-      Value t = arith::AddIOp::create(
-          k, loc, arith::MulIOp::create(k, loc, launch.getBlockIds().x, idx(k, kTokenThreads)), launch.getThreadIds().x);
-      auto live = scf::IfOp::create(k, loc, TypeRange{}, ult(k, t, tokens), false);
-      gpu::TerminatorOp::create(k, loc);
-      OpBuilder w = live.getThenBodyBuilder();
-      auto summed = scf::ForOp::create(
-          w, loc, idx(w, 0), idx(w, splits), idx(w, 1), SmallVector<Value>(values, f32(w, 0)),
-          [&](OpBuilder &o, Location l, Value split, ValueRange acc) {
-            SmallVector<Value> out;
-            for (int64_t v = 0; v < values; ++v)
-              out.push_back(arith::AddFOp::create(
-                  o, l, acc[v], memref::LoadOp::create(o, l, partials, ValueRange{t, split, idx(o, v)})));
-            scf::YieldOp::create(o, l, out);
-          });
-      // logits[m] = mix[m] / sqrt(sumsq / (n width) + norm_eps) * scale[min(m div n, 2)] + base[m]
-      Value mean = arith::DivFOp::create(w, loc, summed.getResult(mix), f32(w, double(n * width)));
-      Value rms = math::SqrtOp::create(w, loc, arith::AddFOp::create(w, loc, mean, arith::ConstantOp::create(w, loc, s.normEps)));
-      SmallVector<Value> logits;
-      for (int64_t m = 0; m < mix; ++m) {
-        Value sc = memref::LoadOp::create(w, loc, scale, ValueRange{idx(w, std::min<int64_t>(m / n, 2))});
-        Value v = arith::MulFOp::create(w, loc, arith::DivFOp::create(w, loc, summed.getResult(m), rms), sc);
-        logits.push_back(arith::AddFOp::create(w, loc, v, memref::LoadOp::create(w, loc, base, ValueRange{idx(w, m)})));
-      }
-      Value eps = arith::ConstantOp::create(w, loc, s.eps);
-      for (int64_t i = 0; i < n; ++i) {
-        memref::StoreOp::create(w, loc, arith::AddFOp::create(w, loc, lowering::sigmoid(w, loc, logits[i]), eps), pre,
-                                ValueRange{t, idx(w, i)});
-        memref::StoreOp::create(w, loc, arith::MulFOp::create(w, loc, f32(w, 2), lowering::sigmoid(w, loc, logits[n + i])), postOut,
-                                ValueRange{t, idx(w, i)});
-      }
-      // The row softmax (max-subtracted) + eps, a column normalisation, then
-      // the remaining rounds.
-      SmallVector<Value> cells(logits.begin() + 2 * n, logits.end());
-      Value minusInf = arith::ConstantFloatOp::create(
-          w, loc, w.getF32Type(), APFloat::getInf(APFloat::IEEEsingle(), /*Negative=*/true));
-      for (int64_t i = 0; i < n; ++i) {
-        Value rowMax = minusInf;
-        for (int64_t j = 0; j < n; ++j)
-          rowMax = arith::MaximumFOp::create(w, loc, rowMax, cells[i * n + j]);
-        for (int64_t j = 0; j < n; ++j)
-          cells[i * n + j] = math::ExpOp::create(w, loc, arith::SubFOp::create(w, loc, cells[i * n + j], rowMax));
-      }
-      cells = normaliseCells(w, loc, cells, n, 2, f32(w, 0));
-      for (Value &c : cells)
-        c = arith::AddFOp::create(w, loc, c, eps);
-      cells = normaliseCells(w, loc, cells, n, 1, eps);
-      if (s.iters > 1)
-        cells = sinkhornRounds(w, loc, cells, n, s.iters - 1, eps);
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t j = 0; j < n; ++j)
-          memref::StoreOp::create(w, loc, cells[i * n + j], combOut, ValueRange{t, idx(w, i), idx(w, j)});
-    }
+    // 2. The coefficients: a warp per token when the values and the cells fit
+    // its lanes (n <= 4), else a thread per token.
+    if (values <= kWarp && n * n <= kWarp)
+      coefficientsByWarp(b, loc, s, tokens, partials, scale, base, pre, postOut, combOut);
+    else
+      coefficientsByThread(b, loc, s, tokens, partials, scale, base, pre, postOut, combOut);
     memref::DeallocOp::create(b, loc, partials);
     func::ReturnOp::create(b, loc, results);
   }

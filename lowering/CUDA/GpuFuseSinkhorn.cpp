@@ -35,6 +35,37 @@ SmallVector<Value> sinkhornRounds(OpBuilder &b, Location loc, ArrayRef<Value> ce
   return SmallVector<Value>(loop.getResults());
 }
 
+Value laneValue(OpBuilder &b, Location loc, Value v, Value src) {
+  Value from = arith::IndexCastOp::create(b, loc, b.getI32Type(), src);
+  Value width = arith::ConstantIntOp::create(b, loc, 32, 32);
+  return gpu::ShuffleOp::create(b, loc, v, from, width, gpu::ShuffleMode::IDX).getShuffleResult();
+}
+
+Value normaliseLaneCell(OpBuilder &b, Location loc, Value cell, Value lane, int64_t n, int axis, Value eps) {
+  auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
+  Value c = arith::MinUIOp::create(b, loc, lane, idx(n * n - 1));
+  // kept: the lane's row (axis 2) or column (axis 1); cell (kept, q) or (q, kept).
+  Value kept = axis == 2 ? arith::DivUIOp::create(b, loc, c, idx(n)).getResult()
+                         : arith::RemUIOp::create(b, loc, c, idx(n)).getResult();
+  Value sum = arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(0.0f));
+  for (int64_t q = 0; q < n; ++q) {
+    Value at = axis == 2 ? arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, kept, idx(n)), idx(q)).getResult()
+                         : arith::AddIOp::create(b, loc, idx(q * n), kept).getResult();
+    sum = arith::AddFOp::create(b, loc, sum, laneValue(b, loc, cell, at));
+  }
+  return arith::DivFOp::create(b, loc, cell, arith::AddFOp::create(b, loc, sum, eps));
+}
+
+Value sinkhornLaneRounds(OpBuilder &b, Location loc, Value cell, Value lane, int64_t n, int64_t rounds, Value eps) {
+  auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
+  auto loop = scf::ForOp::create(b, loc, idx(0), idx(rounds), idx(1), ValueRange{cell},
+                                 [&](OpBuilder &r, Location l, Value, ValueRange m) {
+                                   Value c = normaliseLaneCell(r, l, m[0], lane, n, 2, eps);
+                                   scf::YieldOp::create(r, l, normaliseLaneCell(r, l, c, lane, n, 1, eps));
+                                 });
+  return loop.getResult(0);
+}
+
 namespace {
 constexpr int64_t kThreads = 128, kMaxN = 8;
 

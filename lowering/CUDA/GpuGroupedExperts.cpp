@@ -223,6 +223,7 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
         auto [tok, s] = tokenSlot(o, r);
         storeRow(o, tok, s, col, sum);
       };
+      gemv.split = warpGemvSplit(N, K, Value());
       buildWarpGemv(e, loc, gemv);
     }
     if (m.down) {

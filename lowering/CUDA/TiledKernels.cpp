@@ -262,44 +262,87 @@ void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
   gpu::TerminatorOp::create(end, loc);
 }
 
+/// A constant, or the static size memref.dim reads.
+static std::optional<int64_t> staticExtent(Value v) {
+  if (std::optional<int64_t> c = getConstantIntValue(v))
+    return c;
+  if (auto dim = v.getDefiningOp<memref::DimOp>())
+    if (std::optional<int64_t> i = dim.getConstantIndex()) {
+      auto type = llvm::cast<MemRefType>(dim.getSource().getType());
+      if (*i < type.getRank() && !type.isDynamicDim(*i))
+        return type.getDimSize(*i);
+    }
+  return std::nullopt;
+}
+
+int64_t warpGemvSplit(Value N, Value K, Value gridZ) {
+  std::optional<int64_t> n = staticExtent(N), k = staticExtent(K);
+  std::optional<int64_t> z = gridZ ? staticExtent(gridZ) : std::optional<int64_t>(1);
+  if (!n || !k || !z)
+    return 1;
+  // Double while the warps stay within one wave of the GPU (some 8,192:
+  // 132 SMs x 64) and each lane keeps 8 or more depths. A second, partial
+  // wave cost more than the split saved: on the H200, wo_b (5,120 outputs of
+  // 8,192) split in two ran at 1.8 TB/s against 2.9 unsplit
+  // (bench/results/gpu-v41-real-size.md).
+  int64_t split = 1;
+  while (split < 8 && *n * *z * split * 2 <= 8192 && *k >= 32 * 8 * 2 * split)
+    split *= 2;
+  return split;
+}
+
 void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g) {
   auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
   constexpr int64_t kWarp = 32, kWarps = kThreads / kWarp;
+  int64_t split = g.split, outputsPerBlock = kWarps / split;
+  assert(split >= 1 && kWarps % split == 0 && "a power of two up to 8 warps per output");
   Value one = idx(1), N = g.N, K = g.K;
-  Value blocks = arith::DivUIOp::create(b, loc, arith::AddIOp::create(b, loc, N, idx(kWarps - 1)), idx(kWarps));
-  auto launch = gpu::LaunchOp::create(b, loc, blocks, g.M, g.gridZ ? g.gridZ : one, idx(kThreads), one, one);
+  Value blocks = arith::DivUIOp::create(b, loc, arith::AddIOp::create(b, loc, N, idx(outputsPerBlock - 1)),
+                                        idx(outputsPerBlock));
+  auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  SmallVector<Type> shared;
+  if (split > 1)
+    shared.push_back(MemRefType::get({kWarps}, b.getF32Type(), MemRefLayoutAttrInterface{}, workgroup));
+  auto launch = gpu::LaunchOp::create(b, loc, blocks, g.M, g.gridZ ? g.gridZ : one, idx(kThreads), one, one, nullptr,
+                                      nullptr, ValueRange{}, shared);
   OpBuilder k = OpBuilder::atBlockEnd(&launch.getBody().front());
   if (g.prologue)
     g.prologue(k, loc, launch.getBlockIds().z);
   auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(k, loc, v).getResult(); };
   Value tid = launch.getThreadIds().x;
   Value lane = arith::RemUIOp::create(k, loc, tid, c(kWarp));
-  Value o = arith::AddIOp::create(k, loc, arith::MulIOp::create(k, loc, launch.getBlockIds().x, c(kWarps)),
-                                  arith::DivUIOp::create(k, loc, tid, c(kWarp)));
+  Value warp = arith::DivUIOp::create(k, loc, tid, c(kWarp));
+  // Output o's `split` warps are consecutive; part p of them takes the
+  // depths 32 p + lane + 32 split i.
+  Value o = arith::AddIOp::create(k, loc, arith::MulIOp::create(k, loc, launch.getBlockIds().x, c(outputsPerBlock)),
+                                  arith::DivUIOp::create(k, loc, warp, c(split)));
+  Value part = arith::RemUIOp::create(k, loc, warp, c(split));
   Value m = launch.getBlockIds().y;
-  auto inRange = scf::IfOp::create(k, loc, TypeRange{},
-                                   arith::CmpIOp::create(k, loc, arith::CmpIPredicate::ult, o, N), false);
+  Value inN = arith::CmpIOp::create(k, loc, arith::CmpIPredicate::ult, o, N);
+  auto inRange = scf::IfOp::create(k, loc, split > 1 ? TypeRange{k.getF32Type()} : TypeRange{}, inN, split > 1);
   OpBuilder t = inRange.getThenBodyBuilder();
   Value zero = arith::ConstantFloatOp::create(t, loc, t.getF32Type(), APFloat(0.0f));
   auto ci = [&](int64_t v) { return arith::ConstantIndexOp::create(t, loc, v).getResult(); };
-  // The lane's depths are lane, lane + 32, ...: kUnroll of them an
+  // The lane's depths are first, first + stride, ...: kUnroll of them an
   // iteration, their loads issued together (a warp's loads of one weight row
   // are then kUnroll x 128 B in flight, not 128 B: decode's products are
   // bound by the weights' bytes), added in the same order as one at a time.
   // The lane's last count mod kUnroll depths follow one at a time.
   constexpr int64_t kUnroll = 4;
-  Value has = arith::CmpIOp::create(t, loc, arith::CmpIPredicate::ugt, K, lane);
-  Value left = arith::SelectOp::create(t, loc, has, arith::SubIOp::create(t, loc, K, lane), ci(0));
-  Value count = arith::DivUIOp::create(t, loc, arith::AddIOp::create(t, loc, left, ci(kWarp - 1)), ci(kWarp));
+  int64_t stride = kWarp * split;
+  Value first = arith::AddIOp::create(t, loc, lane, arith::MulIOp::create(t, loc, part, ci(kWarp)));
+  Value has = arith::CmpIOp::create(t, loc, arith::CmpIPredicate::ugt, K, first);
+  Value left = arith::SelectOp::create(t, loc, has, arith::SubIOp::create(t, loc, K, first), ci(0));
+  Value count = arith::DivUIOp::create(t, loc, arith::AddIOp::create(t, loc, left, ci(stride - 1)), ci(stride));
   Value unrolledEnd = arith::AddIOp::create(
-      t, loc, lane,
-      arith::MulIOp::create(t, loc, arith::DivUIOp::create(t, loc, count, ci(kUnroll)), ci(kUnroll * kWarp)));
+      t, loc, first,
+      arith::MulIOp::create(t, loc, arith::DivUIOp::create(t, loc, count, ci(kUnroll)), ci(kUnroll * stride)));
   auto groups = scf::ForOp::create(
-      t, loc, lane, unrolledEnd, ci(kUnroll * kWarp), ValueRange{zero},
+      t, loc, first, unrolledEnd, ci(kUnroll * stride), ValueRange{zero},
       [&](OpBuilder &p, Location l, Value d0, ValueRange acc) {
         SmallVector<Value> as, ws;
         for (int64_t u = 0; u < kUnroll; ++u) {
-          Value d = arith::AddIOp::create(p, l, d0, arith::ConstantIndexOp::create(p, l, u * kWarp));
+          Value d = arith::AddIOp::create(p, l, d0, arith::ConstantIndexOp::create(p, l, u * stride));
           as.push_back(g.loadA(p, l, m, d));
           ws.push_back(g.loadW(p, l, m, o, d));
         }
@@ -308,7 +351,7 @@ void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g) {
           sum = arith::AddFOp::create(p, l, sum, arith::MulFOp::create(p, l, as[u], ws[u]));
         scf::YieldOp::create(p, l, sum);
       });
-  auto dot = scf::ForOp::create(t, loc, unrolledEnd, K, ci(kWarp), groups.getResults(),
+  auto dot = scf::ForOp::create(t, loc, unrolledEnd, K, ci(stride), groups.getResults(),
                                 [&](OpBuilder &p, Location l, Value d, ValueRange acc) {
                                   Value a = g.loadA(p, l, m, d);
                                   Value w = g.loadW(p, l, m, o, d);
@@ -321,10 +364,41 @@ void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g) {
     auto other = gpu::ShuffleOp::create(t, loc, sum, offset, int32_t(kWarp), gpu::ShuffleMode::XOR);
     sum = arith::AddFOp::create(t, loc, sum, other.getShuffleResult());
   }
-  Value first = arith::CmpIOp::create(t, loc, arith::CmpIPredicate::eq, lane, arith::ConstantIndexOp::create(t, loc, 0));
-  auto write = scf::IfOp::create(t, loc, TypeRange{}, first, false);
-  OpBuilder w = write.getThenBodyBuilder();
-  g.store(w, loc, m, o, sum);
+  if (split == 1) {
+    auto write = scf::IfOp::create(t, loc, TypeRange{}, arith::CmpIOp::create(t, loc, arith::CmpIPredicate::eq, lane, ci(0)),
+                                   false);
+    OpBuilder w = write.getThenBodyBuilder();
+    g.store(w, loc, m, o, sum);
+    gpu::TerminatorOp::create(k, loc);
+    return;
+  }
+  scf::YieldOp::create(t, loc, sum);
+  OpBuilder outside = inRange.getElseBodyBuilder();
+  scf::YieldOp::create(outside, loc, arith::ConstantFloatOp::create(outside, loc, outside.getF32Type(), APFloat(0.0f)).getResult());
+  // The parts' sums meet in shared memory; the output's first warp adds them
+  // in part order.
+  Value partials = launch.getWorkgroupAttributions()[0];
+  Value laneZero = arith::CmpIOp::create(k, loc, arith::CmpIPredicate::eq, lane, c(0));
+  auto keep = scf::IfOp::create(k, loc, TypeRange{}, laneZero, false);
+  {
+    OpBuilder w = keep.getThenBodyBuilder();
+    memref::StoreOp::create(w, loc, inRange.getResult(0), partials, ValueRange{warp});
+  }
+  gpu::BarrierOp::create(k, loc);
+  Value leader = arith::AndIOp::create(
+      k, loc, arith::AndIOp::create(k, loc, laneZero, arith::CmpIOp::create(k, loc, arith::CmpIPredicate::eq, part, c(0))),
+      inN);
+  auto write = scf::IfOp::create(k, loc, TypeRange{}, leader, false);
+  {
+    OpBuilder w = write.getThenBodyBuilder();
+    Value total = memref::LoadOp::create(w, loc, partials, ValueRange{warp});
+    for (int64_t q = 1; q < split; ++q)
+      total = arith::AddFOp::create(
+          w, loc, total,
+          memref::LoadOp::create(w, loc, partials,
+                                 ValueRange{arith::AddIOp::create(w, loc, warp, arith::ConstantIndexOp::create(w, loc, q))}));
+    g.store(w, loc, m, o, total);
+  }
   gpu::TerminatorOp::create(k, loc);
 }
 
@@ -360,6 +434,7 @@ scf::IfOp buildProductKernels(OpBuilder &b, Location loc, const Product &p, int6
   w.loadA = p.loadA;
   w.loadW = [loadW = p.loadW](OpBuilder &o, Location l, Value, Value col, Value d) { return loadW(o, l, col, d); };
   w.store = p.store;
+  w.split = warpGemvSplit(p.N, p.K, p.gridZ);
   buildWarpGemv(e, loc, w);
   return choice;
 }

@@ -80,10 +80,12 @@ struct TiledGemm {
 };
 void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g);
 
-/// Few rows: a warp per output (r < M, col < N), its lanes 32 apart along d,
-/// four depths an iteration with their loads issued together (then the
-/// lane's last ones singly; the same order of sums), partial sums added
-/// with xor shuffles; lane 0 stores.
+/// Few rows: `split` warps per output (r < M, col < N), their lanes 32 apart
+/// along d (part p of the split from 32 p, 32 split apart), four depths an
+/// iteration with their loads issued together (then the lane's last ones
+/// singly; the same order of sums), partial sums added with xor shuffles;
+/// lane 0 stores, or with a split writes its part to shared memory and the
+/// output's first warp adds the parts in order and stores.
 struct WarpGemv {
   Value M, N, K;  // host values
   Value gridZ;    // host value: independent products (null: one)
@@ -91,7 +93,15 @@ struct WarpGemv {
   std::function<Value(OpBuilder &, Location, Value r, Value d)> loadA;
   std::function<Value(OpBuilder &, Location, Value r, Value col, Value d)> loadW;
   std::function<void(OpBuilder &, Location, Value r, Value col, Value sum)> store;
+  int64_t split = 1;  // 1, 2, 4 or 8 warps per output
 };
+/// The split for a product of N outputs of depth K, batched gridZ times (null:
+/// once), when all are static (constants or static memref.dim; else 1):
+/// doubled up to 8 while the warps stay within one wave of the GPU (some
+/// 8,192) and each lane keeps 8 or more depths. The decode projections with
+/// few outputs (wq_a's 1,280, wkv's 512, a gate's experts) otherwise leave
+/// most of the GPU idle while a warp walks a whole row.
+int64_t warpGemvSplit(Value N, Value K, Value gridZ);
 void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g);
 
 /// A product whose W does not depend on the row: rows r < M, columns

@@ -695,26 +695,39 @@ struct IndexTopkLowering : DsfPattern<IndexTopkOp> {
   }
 };
 
+} // namespace
+
+std::string attentionName(const AttentionSpec &s) {
+  float scale = float(s.scale);
+  uint32_t bits;
+  std::memcpy(&bits, &scale, 4);
+  return ("dsf_attention_h" + Twine(s.heads) + "_d" + Twine(s.width) + "_w" + Twine(s.window) + "_k" + Twine(s.k) +
+          "_s" + Twine::utohexstr(bits))
+      .str();
+}
+
+SmallVector<Type> attentionInputTypes(MLIRContext *ctx, const AttentionSpec &s) {
+  auto f32 = Float32Type::get(ctx);
+  int64_t dyn = ShapedType::kDynamic;
+  SmallVector<Type> inputs{RankedTensorType::get({dyn, s.heads, s.width}, f32), RankedTensorType::get({dyn, s.width}, f32)};
+  if (s.k)
+    inputs.append({RankedTensorType::get({dyn, s.width}, f32), RankedTensorType::get({dyn, s.k}, IntegerType::get(ctx, 32))});
+  inputs.push_back(RankedTensorType::get({s.heads}, f32));
+  return inputs;
+}
+
 /// One softmax per (query, head) over [window | selected or visible entries |
-/// sink], K = V.
-struct AttentionLowering : DsfPattern<AttentionOp> {
-  using DsfPattern::DsfPattern;
-  LogicalResult matchAndRewrite(AttentionOp op, OpAdaptor adaptor, ConversionPatternRewriter &b) const override {
-    Location loc = op.getLoc();
+/// sink], K = V. `positions` and `ratio` matter only without a selection.
+Value sinkAttention(OpBuilder &b, Location loc, Value q, Value window, int64_t windowSize, Value cache, int64_t ratio,
+                    Value selection, Value positions, Value sink, double scale) {
     MLIRContext *ctx = b.getContext();
     auto f32 = b.getF32Type();
-    Value q = adaptor.getQueries(), window = adaptor.getWindow(), cache = adaptor.getCache(),
-          selection = adaptor.getSelection();
-    Value sink = weight(op, op.getSinkAttr());
     auto qType = tensorType(q);
     int64_t heads = qType.getDimSize(1), width = qType.getDimSize(2);
-    int64_t windowSize = llvm::cast<WindowType>(op.getWindow().getType()).getSize();
-    double scale = op.getScale().convertToDouble();
     Value tokens = dim0(b, loc, q), rows = dim0(b, loc, window);
     Value off = arith::SubIOp::create(b, loc, rows, tokens);   // query t is window row off + t
     // Which entries query t sees follows from its position: positions[t], or
     // off + t when the window holds the whole sequence.
-    Value positions = adaptor.getPositions();
 
     auto logitsType = RankedTensorType::get({ShapedType::kDynamic, heads, ShapedType::kDynamic}, f32);
     // Window logits over the band: column w of query t is window row
@@ -749,7 +762,6 @@ struct AttentionLowering : DsfPattern<AttentionOp> {
     // Entry logits: the selected entries (-1: none), or every visible entry.
     Value entryLogits, entryIndex;   // entryIndex[t, s]: the entry of column s (i32, -1 none)
     if (cache) {
-      int64_t ratio = llvm::cast<CacheType>(op.getCache().getType()).getRatio();
       Value columns;
       if (selection) {
         entryIndex = selection;
@@ -862,7 +874,40 @@ struct AttentionLowering : DsfPattern<AttentionOp> {
     out = weighted(winLogits, Value(), true);
     if (entryLogits)
       out = weighted(entryLogits, entryIndex, false);
-    b.replaceOp(op, out);
+    return out;
+}
+
+namespace {
+
+/// Sink attention over the window (and selected entries) is a call of the
+/// helper for its shape (added after the conversion, sinkAttention its
+/// body), which a target may build as a kernel of its own
+/// (dsf-gpu-sink-attention); attention over every visible entry stays inline.
+struct AttentionLowering : DsfPattern<AttentionOp> {
+  using DsfPattern::DsfPattern;
+  LogicalResult matchAndRewrite(AttentionOp op, OpAdaptor adaptor, ConversionPatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    Value q = adaptor.getQueries(), window = adaptor.getWindow(), cache = adaptor.getCache(),
+          selection = adaptor.getSelection();
+    Value sink = weight(op, op.getSinkAttr());
+    int64_t windowSize = llvm::cast<WindowType>(op.getWindow().getType()).getSize();
+    double scale = op.getScale().convertToDouble();
+    if (cache && !selection) {
+      int64_t ratio = llvm::cast<CacheType>(op.getCache().getType()).getRatio();
+      b.replaceOp(op, sinkAttention(b, loc, q, window, windowSize, cache, ratio, selection, adaptor.getPositions(),
+                                    sink, scale));
+      return success();
+    }
+    auto qType = tensorType(q);
+    AttentionSpec spec{qType.getDimSize(1), qType.getDimSize(2), windowSize,
+                       selection ? tensorType(selection).getDimSize(1) : 0, scale};
+    std::string name = attentionName(spec);
+    state.attention[name] = spec;
+    SmallVector<Value> args{q, window};
+    if (selection)
+      args.append({cache, selection});
+    args.push_back(sink);
+    b.replaceOp(op, func::CallOp::create(b, loc, name, TypeRange{q.getType()}, args).getResults());
     return success();
   }
 };

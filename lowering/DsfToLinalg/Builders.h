@@ -16,6 +16,7 @@
 #include "mlir/Transforms/DialectConversion.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <cstring>
 #include <limits>
 #include <map>
 #include <string>
@@ -70,14 +71,31 @@ std::string routerName(const RouterSpec &spec);
 SmallVector<Type> routerResultTypes(MLIRContext *ctx, const RouterSpec &spec);
 SmallVector<Value> routeTokens(OpBuilder &b, Location loc, const RouterSpec &spec, ValueRange args);
 
+/// Sink attention over a layer's window band and, with k > 0, the k selected
+/// entries of its cache runs in a helper function per shape
+/// (dsf_attention_...): queries [tokens, heads, width], window [rows, width],
+/// [cache [entries, width], selection [tokens, k] i32 (-1: none)], sink
+/// [heads] -> [tokens, heads, width]. The CPU runs its linalg
+/// (sinkAttention); a target may replace the body with a kernel of its own
+/// (dsf-gpu-sink-attention).
+struct AttentionSpec {
+  int64_t heads = 0, width = 0, window = 0, k = 0;
+  double scale = 1;
+};
+std::string attentionName(const AttentionSpec &spec);
+SmallVector<Type> attentionInputTypes(MLIRContext *ctx, const AttentionSpec &spec);
+Value sinkAttention(OpBuilder &b, Location loc, Value q, Value window, int64_t windowSize, Value cache, int64_t ratio,
+                    Value selection, Value positions, Value sink, double scale);
+
 /// What the patterns share: each function's weight values, the Sinkhorn,
-/// mHC, top-k and router helpers wanted.
+/// mHC, top-k, router and attention helpers wanted.
 struct LoweringState {
   WeightValues weights;
   std::map<std::string, SinkhornSpec> sinkhorn;
   std::map<std::string, HcSiteSpec> hcSites;
   std::map<std::string, TopkSpec> topk;
   std::map<std::string, RouterSpec> routers;
+  std::map<std::string, AttentionSpec> attention;
   /// Entries from which a top-k runs as a threshold search (O(entries) a
   /// pass) instead of ranking every candidate against every other.
   int64_t topkThresholdFrom = 256;

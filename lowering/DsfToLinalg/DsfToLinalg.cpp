@@ -1031,6 +1031,25 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
       func::ReturnOp::create(b, loc, routeTokens(b, loc, spec, entry->getArguments()));
     }
 
+    // The attention helpers.
+    for (const auto &[name, spec] : state.attention) {
+      Location loc = module.getLoc();
+      SmallVector<Type> inputs = attentionInputTypes(ctx, spec);
+      auto out = RankedTensorType::get({ShapedType::kDynamic, spec.heads, spec.width}, b.getF32Type());
+      Block *entry = addHelper(name, inputs, {out}, "dsf.attention",
+                               {b.getNamedAttr("heads", b.getI64IntegerAttr(spec.heads)),
+                                b.getNamedAttr("width", b.getI64IntegerAttr(spec.width)),
+                                b.getNamedAttr("window", b.getI64IntegerAttr(spec.window)),
+                                b.getNamedAttr("k", b.getI64IntegerAttr(spec.k)),
+                                b.getNamedAttr("scale", b.getF32FloatAttr(float(spec.scale)))});
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(entry);
+      ValueRange args = entry->getArguments();
+      Value cache = spec.k ? args[2] : Value(), selection = spec.k ? args[3] : Value();
+      func::ReturnOp::create(b, loc, sinkAttention(b, loc, args[0], args[1], spec.window, cache, /*ratio=*/1, selection,
+                                                   Value(), args.back(), spec.scale));
+    }
+
     // The top-k helpers.
     for (const auto &[name, spec] : state.topk) {
       Location loc = module.getLoc();

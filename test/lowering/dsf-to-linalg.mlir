@@ -34,3 +34,45 @@ dsf.model @m attributes {family = "deepseek_v41", vocab_size = 16, hidden_size =
     return %y : tensor<?x2xf32>
   }
 }
+
+// -----
+
+// Sink attention over the window and selected entries is a call of one
+// helper per shape (dsf.attention, its linalg the body); window-only
+// attention has its own (k = 0); attention over every visible entry (no
+// selection) stays inline.
+// CHECK-LABEL: func.func @forward(
+// CHECK: %[[SEL:.*]] = call @dsf_topk_k2_from256
+// CHECK: call @dsf_attention_h1_d8_w4_k2_s3f800000(%{{.*}}, %{{.*}}, %{{.*}}, %[[SEL]], %{{.*}}) : (tensor<?x1x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x2xi32>, tensor<1xf32>) -> tensor<?x1x8xf32>
+// CHECK: call @dsf_attention_h1_d8_w4_k0_s3f000000(%{{.*}}, %{{.*}}, %{{.*}}) : (tensor<?x1x8xf32>, tensor<?x8xf32>, tensor<1xf32>) -> tensor<?x1x8xf32>
+// CHECK-NOT: call @dsf_attention
+// CHECK: math.exp
+// CHECK: return
+// CHECK: func.func private @dsf_attention_h1_d8_w4_k0_s3f000000(%{{.*}}: tensor<?x1x8xf32>, %{{.*}}: tensor<?x8xf32>, %{{.*}}: tensor<1xf32>) -> tensor<?x1x8xf32> attributes {dsf.attention = {heads = 1 : i64, k = 0 : i64, scale = 5.000000e-01 : f32, width = 8 : i64, window = 4 : i64}}
+// CHECK: math.exp
+// CHECK: func.func private @dsf_attention_h1_d8_w4_k2_s3f800000(%{{.*}}: tensor<?x1x8xf32>, %{{.*}}: tensor<?x8xf32>, %{{.*}}: tensor<?x8xf32>, %{{.*}}: tensor<?x2xi32>, %{{.*}}: tensor<1xf32>) -> tensor<?x1x8xf32> attributes {dsf.attention = {heads = 1 : i64, k = 2 : i64, scale = 1.000000e+00 : f32, width = 8 : i64, window = 4 : i64}}
+// CHECK: math.exp
+!win = !dsf.window<size = 4, width = 8, #dsf.quant<f32>>
+!kv2 = !dsf.cache<kv, ratio = 2, width = 8, #dsf.quant<f32>>
+!ik2 = !dsf.cache<index_keys, ratio = 2, width = 8, #dsf.quant<f32>>
+!t2 = !dsf.topk<k = 2, ratio = 2>
+dsf.model @m attributes {family = "deepseek_v41", vocab_size = 16, hidden_size = 8, num_layers = 1, hc_mult = 1} {
+  dsf.weight @wq : tensor<8x8xf32>
+  dsf.weight @wi : tensor<1x8xf32>
+  dsf.weight @wkv : tensor<8x8xf32>
+  dsf.weight @norm : tensor<8xf32>
+  dsf.weight @sink : tensor<1xf32>
+  func.func @forward(%a: tensor<?x8xf32>) -> (tensor<?x1x8xf32>, tensor<?x1x8xf32>, tensor<?x1x8xf32>) {
+    %q = dsf.linear %a weight(@wq) : tensor<?x8xf32> -> tensor<?x1x8xf32>
+    %iw = dsf.linear %a weight(@wi) : tensor<?x8xf32> -> tensor<?x1xf32>
+    %w = dsf.window.write %a : tensor<?x8xf32> -> !win
+    %l = dsf.compress %a {kind = #dsf.compressor<pair>, ratio = 2 : i64, wkv = @wkv, wgate = @wkv, norm = @norm, eps = 1.0e-6 : f64} : tensor<?x8xf32> -> tensor<?x8xf32>
+    %c = dsf.cache.write %l : tensor<?x8xf32> -> !kv2
+    %k = dsf.cache.write %l : tensor<?x8xf32> -> !ik2
+    %t = dsf.index_topk %q, %iw, %k {k = 2 : i64, scale = 1.0 : f64} : tensor<?x1x8xf32>, tensor<?x1xf32>, !ik2 -> !t2
+    %o1 = dsf.attention %q, %w, %c [%t] sink(@sink) {scale = 1.0 : f64} : tensor<?x1x8xf32>, !win, !kv2, !t2 -> tensor<?x1x8xf32>
+    %o2 = dsf.attention %q, %w sink(@sink) {scale = 0.5 : f64} : tensor<?x1x8xf32>, !win -> tensor<?x1x8xf32>
+    %o3 = dsf.attention %q, %w, %c sink(@sink) {scale = 1.0 : f64} : tensor<?x1x8xf32>, !win, !kv2 -> tensor<?x1x8xf32>
+    return %o1, %o2, %o3 : tensor<?x1x8xf32>, tensor<?x1x8xf32>, tensor<?x1x8xf32>
+  }
+}

@@ -4,8 +4,11 @@
 // becomes two kernels. The first, a block per (token, 256 channels), writes
 // X' and the collapse and sums 24 projections and the squares (25 values:
 // 5 shuffles each, a [8 warps x 25] shared table, partials [tokens, 2, 25]);
-// the second, a thread per token, adds the 2 partials of each value in order
-// and runs the softmax and the 19 remaining Sinkhorn rounds in registers.
+// the second, a warp per token (4 a block of 128), has lane v add value v's 2
+// partials in order, takes the sum of squares from lane 24 and each cell
+// from lane 8 + c by index shuffles, writes pre and post from lanes 0-7, and
+// runs the row softmax and the 19 remaining Sinkhorn rounds with a cell a
+// lane (4 index shuffles a normalisation).
 // CHECK-LABEL: func.func private @dsf_hc_site_n4_w512_i20_e358637bd_ne1e3ce508_update_collapse
 // CHECK: %[[T:.*]] = memref.dim %arg0, %c0
 // CHECK: %[[X2:.*]] = memref.alloc(%[[T]]) : memref<?x4x512xf32>
@@ -26,12 +29,19 @@
 // CHECK: gpu.barrier
 // CHECK: memref.store %{{.*}}, %[[PART]]
 // CHECK: gpu.terminator
-// CHECK: gpu.launch
+// CHECK: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128
 // CHECK: scf.for %{{.*}} = %c0{{.*}} to %c2{{.*}} step %c1{{.*}} iter_args
+// CHECK: gpu.shuffle  idx
 // CHECK: math.sqrt
-// CHECK-COUNT-4: memref.store %{{.*}}, %[[PRE]]
+// CHECK: memref.store %{{.*}}, %[[PRE]]
+// CHECK: memref.store %{{.*}}, %[[POST]]
+// CHECK-COUNT-5: gpu.shuffle  idx
+// CHECK: math.exp
+// CHECK-COUNT-8: gpu.shuffle  idx
 // CHECK: scf.for %{{.*}} = %c0{{.*}} to %c19{{.*}} step
-// CHECK-COUNT-16: memref.store %{{.*}}, %[[COMB]]
+// CHECK-COUNT-8: gpu.shuffle  idx
+// CHECK: memref.store %{{.*}}, %[[COMB]]
+// CHECK-NOT: memref.store
 // CHECK: gpu.terminator
 // CHECK: memref.dealloc %[[PART]]
 // CHECK: return %[[X2]], %[[PRE]], %[[POST]], %[[COMB]], %[[H]]
@@ -49,6 +59,30 @@ func.func private @dsf_hc_site_n4_w512_i20_e358637bd_ne1e3ce508_update_collapse(
   %d = memref.alloc(%t) : memref<?x4x4xf32>
   %e = memref.alloc(%t) : memref<?x512xf32>
   return %a, %b, %c, %d, %e : memref<?x4x512xf32>, memref<?x4xf32>, memref<?x4xf32>, memref<?x4x4xf32>, memref<?x512xf32>
+}
+
+// -----
+
+// 6 streams: 48 projections do not fit a warp's lanes; a thread per token
+// (128 a block) keeps the 36 cells in registers.
+// CHECK-LABEL: func.func private @dsf_hc_site_n6_w64_i2
+// CHECK: gpu.launch
+// CHECK: gpu.launch
+// CHECK-NOT: gpu.shuffle
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c1{{.*}} step
+// CHECK-COUNT-36: memref.store
+// CHECK: gpu.terminator
+func.func private @dsf_hc_site_n6_w64_i2(%X: memref<?x6x64xf32>, %fn: memref<48x384xf32>, %base: memref<48xf32>,
+                                         %scale: memref<3xf32>)
+    -> (memref<?x6xf32>, memref<?x6xf32>, memref<?x6x6xf32>)
+    attributes {dsf.hc_site = {n = 6 : i64, width = 64 : i64, iters = 2 : i64, eps = 1.0e-06 : f32,
+                               norm_eps = 1.0e-20 : f32, update = false, collapse = false}} {
+  %c0 = arith.constant 0 : index
+  %t = memref.dim %X, %c0 : memref<?x6x64xf32>
+  %b = memref.alloc(%t) : memref<?x6xf32>
+  %c = memref.alloc(%t) : memref<?x6xf32>
+  %d = memref.alloc(%t) : memref<?x6x6xf32>
+  return %b, %c, %d : memref<?x6xf32>, memref<?x6xf32>, memref<?x6x6xf32>
 }
 
 // -----

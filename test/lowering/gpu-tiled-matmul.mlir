@@ -139,3 +139,40 @@ func.func @grouped(%x: memref<?x8x64xf32>, %w: memref<8x32x64xf32>, %y: memref<?
   }
   return
 }
+
+// -----
+
+// Few outputs over a long depth (8 x 8,192: a gate): 8 warps per output
+// below 16 rows, part p of them from depth 32 p, 256 apart (1,024 an unrolled
+// iteration); each part's sum into shared memory, then the output's first
+// warp adds the 8 parts in order.
+// CHECK-LABEL: func.func @gate
+// CHECK: } else {
+// CHECK: gpu.launch {{.*}} workgroup(%[[PARTS:.*]] : memref<8xf32, #gpu.address_space<workgroup>>)
+// CHECK: %[[O:.*]] = arith.addi %{{.*}}, %{{.*}} : index
+// CHECK: %[[PART:.*]] = arith.remui %{{.*}}, %c8
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[O]], %{{.*}} : index
+// CHECK: %[[SUM:.*]] = scf.if %[[IN]] -> (f32)
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c1024
+// CHECK-COUNT-8: memref.load
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c256
+// CHECK-COUNT-5: gpu.shuffle  xor
+// CHECK: } else {
+// CHECK: memref.store %[[SUM]], %[[PARTS]]
+// CHECK: gpu.barrier
+// CHECK-COUNT-8: memref.load %[[PARTS]]
+// CHECK: memref.store {{.*}}, %arg2
+// CHECK: gpu.terminator
+#a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#b = affine_map<(d0, d1, d2) -> (d1, d2)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @gate(%x: memref<?x8192xf32>, %w: memref<8x8192xf32>, %y: memref<?x8xf32>) {
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<?x8192xf32>, memref<8x8192xf32>) outs(%y : memref<?x8xf32>) {
+  ^bb0(%in: f32, %in_0: f32, %out: f32):
+    %p = arith.mulf %in, %in_0 : f32
+    %s = arith.addf %out, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}

@@ -1,0 +1,323 @@
+//===- GpuSinkAttention.cpp - dsf-gpu-sink-attention ------------------------===//
+//
+// dsf-to-linalg runs sink attention over a layer's window band and its
+// selected cache entries in a helper per shape (`dsf.attention`). Its linalg
+// is some fifteen kernels a layer (band dots, entry dots, masks, two maxima,
+// two denominators, two weighted sums), each of which re-reads the gathered
+// rows and gives a decode token's 64 heads a handful of blocks. On
+// bufferized IR this pass replaces the helper's body with one kernel, a
+// block of 256 threads per (token, head):
+//
+//  1. the head's query in shared memory;
+//  2. each warp a column at a time (the W band rows, then the k selected
+//     entries): the lanes' strided products over the width, xor shuffles,
+//     the scaled logit (-inf for a band row before the sequence or an entry
+//     of -1) into shared memory;
+//  3. the maximum with the sink (shuffles, then the warps');
+//  4. each column's exp(logit - max) in place, their sum (shuffles, then the
+//     warps in order) after exp(sink - max): the denominator;
+//  5. each thread its channels: the sum over the columns, in the linalg's
+//     order (the band, then the entries), of exp(logit - max) / denominator
+//     times the row, eight rows' loads issued together.
+//
+// A column that is no row (a band row before the sequence, an entry of -1)
+// has weight exp(-inf) = 0; the kernel multiplies it with a row that exists
+// (the query's own, entry 0), as the linalg does, so the sums are the
+// linalg's. The logits' and the denominator's sums run in another order than
+// the linalg's (shuffle trees), one order for any number of tokens: a decode
+// equals its prefill bit for bit when the rest of the model does
+// (--batch-invariant).
+//
+//===----------------------------------------------------------------------===//
+#include "lowering/CUDA/TiledKernels.h"
+#include "lowering/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+#include <limits>
+
+namespace mlir::dsf {
+#define GEN_PASS_DEF_GPUSINKATTENTION
+#include "lowering/Passes.h.inc"
+
+namespace {
+constexpr int64_t kThreads = 256, kWarp = 32, kWarps = kThreads / kWarp;
+/// The query is kept in shared memory and each lane's share of a product is
+/// unrolled: widths up to 4,096.
+constexpr int64_t kMaxWidth = 4096;
+
+struct Attention {
+  int64_t heads = 0, width = 0, window = 0, k = 0;
+  FloatAttr scale;
+};
+
+std::optional<Attention> parseAttention(DictionaryAttr spec) {
+  auto heads = spec.getAs<IntegerAttr>("heads"), width = spec.getAs<IntegerAttr>("width");
+  auto window = spec.getAs<IntegerAttr>("window"), k = spec.getAs<IntegerAttr>("k");
+  auto scale = spec.getAs<FloatAttr>("scale");
+  if (!heads || !width || !window || !k || !scale || heads.getInt() < 1 || width.getInt() < 1 ||
+      window.getInt() < 1 || k.getInt() < 0 || !scale.getType().isF32())
+    return std::nullopt;
+  return Attention{heads.getInt(), width.getInt(), window.getInt(), k.getInt(), scale};
+}
+
+bool hasAttentionSignature(FunctionType type, const Attention &a, Builder &b) {
+  int64_t dyn = ShapedType::kDynamic;
+  Type f32 = b.getF32Type();
+  SmallVector<std::pair<SmallVector<int64_t>, Type>> inputs{{{dyn, a.heads, a.width}, f32}, {{dyn, a.width}, f32}};
+  if (a.k)
+    inputs.append({{{dyn, a.width}, f32}, {{dyn, a.k}, b.getI32Type()}});
+  inputs.push_back({{a.heads}, f32});
+  if (type.getNumInputs() != inputs.size() || type.getNumResults() != 1)
+    return false;
+  for (auto [t, expected] : llvm::zip(type.getInputs(), inputs))
+    if (!isIdentityBuffer(t, expected.first, expected.second))
+      return false;
+  return isIdentityBuffer(type.getResult(0), {dyn, a.heads, a.width}, f32);
+}
+
+/// The largest of 8, 4, 2, 1 that divides n: rows whose loads go together.
+int64_t unrollFor(int64_t n) {
+  for (int64_t u : {8, 4, 2})
+    if (n % u == 0)
+      return u;
+  return 1;
+}
+
+struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
+  void rewrite(func::FuncOp helper, const Attention &a) {
+    MLIRContext *ctx = helper.getContext();
+    // Named after the attention ops in profiles (dsf-name-kernels).
+    Location loc = NameLoc::get(StringAttr::get(ctx, "attention_attn_attn_sink"), helper.getLoc());
+    FunctionType type = helper.getFunctionType();
+    Block &body = helper.getBody().front();
+    SmallVector<Value> args(body.getArguments());
+    clearBody(body);
+    Value q = args[0], window = args[1], sink = args.back();
+    Value cache = a.k ? args[2] : Value(), selection = a.k ? args[3] : Value();
+    int64_t columns = a.window + a.k, width = a.width;
+
+    OpBuilder b = OpBuilder::atBlockEnd(&body);
+    auto idx = [&](OpBuilder &o, int64_t v) { return arith::ConstantIndexOp::create(o, loc, v).getResult(); };
+    auto f32c = [&](OpBuilder &o, double v) {
+      return arith::ConstantFloatOp::create(o, loc, o.getF32Type(), APFloat(float(v))).getResult();
+    };
+    Value tokens = memref::DimOp::create(b, loc, q, idx(b, 0));
+    Value rows = memref::DimOp::create(b, loc, window, idx(b, 0));
+    Value entries = cache ? memref::DimOp::create(b, loc, cache, idx(b, 0)).getResult() : Value();
+    // Query t is window row off + t.
+    Value off = arith::SubIOp::create(b, loc, rows, tokens);
+    Value out = memref::AllocOp::create(b, loc, llvm::cast<MemRefType>(type.getResult(0)), ValueRange{tokens});
+    auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+    auto shared = [&](int64_t n) {
+      return MemRefType::get({n}, b.getF32Type(), MemRefLayoutAttrInterface{}, workgroup);
+    };
+    Value one = idx(b, 1);
+    auto launch = gpu::LaunchOp::create(b, loc, tokens, idx(b, a.heads), one, idx(b, kThreads), one, one, nullptr,
+                                        nullptr, ValueRange{},
+                                        TypeRange{shared(width), shared(columns), shared(kWarps), shared(kWarps)});
+    func::ReturnOp::create(b, loc, out);
+
+    OpBuilder k = OpBuilder::atBlockEnd(&launch.getBody().front());
+    Value qs = launch.getWorkgroupAttributions()[0], weights = launch.getWorkgroupAttributions()[1];
+    Value maxima = launch.getWorkgroupAttributions()[2], sums = launch.getWorkgroupAttributions()[3];
+    Value t = launch.getBlockIds().x, h = launch.getBlockIds().y, tid = launch.getThreadIds().x;
+    Value lane = arith::RemUIOp::create(k, loc, tid, idx(k, kWarp));
+    Value warp = arith::DivUIOp::create(k, loc, tid, idx(k, kWarp));
+    Value minusInf = f32c(k, -std::numeric_limits<double>::infinity());
+    Value scale = arith::ConstantOp::create(k, loc, a.scale);
+    auto cmp = [&](OpBuilder &o, arith::CmpIPredicate p, Value x, Value y) {
+      return arith::CmpIOp::create(o, loc, p, x, y).getResult();
+    };
+    auto add = [&](OpBuilder &o, Value x, Value y) { return arith::AddIOp::create(o, loc, x, y).getResult(); };
+    auto ifThen = [&](OpBuilder &o, Value cond, function_ref<void(OpBuilder &)> then) {
+      auto op = scf::IfOp::create(o, loc, TypeRange{}, cond, false);
+      OpBuilder w = op.getThenBodyBuilder();
+      then(w);
+    };
+    auto stridedLoop = [&](OpBuilder &o, Value from, Value to, int64_t step, function_ref<void(OpBuilder &, Value)> f) {
+      scf::ForOp::create(o, loc, from, to, idx(o, step), ValueRange{}, [&](OpBuilder &w, Location, Value i, ValueRange) {
+        f(w, i);
+        scf::YieldOp::create(w, loc);
+      });
+    };
+    auto warpCombine = [&](OpBuilder &o, Value v, bool isMax) {
+      for (int32_t offset = kWarp / 2; offset > 0; offset /= 2) {
+        Value other = gpu::ShuffleOp::create(o, loc, v, offset, int32_t(kWarp), gpu::ShuffleMode::XOR).getShuffleResult();
+        v = isMax ? arith::MaximumFOp::create(o, loc, v, other).getResult()
+                  : arith::AddFOp::create(o, loc, v, other).getResult();
+      }
+      return v;
+    };
+
+    // 1. The query.
+    stridedLoop(k, tid, idx(k, width), kThreads, [&](OpBuilder &o, Value d) {
+      memref::StoreOp::create(o, loc, memref::LoadOp::create(o, loc, q, ValueRange{t, h, d}), qs, ValueRange{d});
+    });
+    gpu::BarrierOp::create(k, loc);
+
+    // 2. The logits, a warp a column. `valid` is the same for every lane.
+    auto logit = [&](OpBuilder &o, Value src, Value row, Value valid, Value column) {
+      auto branch = scf::IfOp::create(o, loc, TypeRange{o.getF32Type()}, valid, true);
+      {
+        OpBuilder w = branch.getThenBodyBuilder();
+        Value partial = f32c(w, 0);
+        for (int64_t j = 0; j < width / kWarp; ++j) {
+          Value d = add(w, lane, idx(w, j * kWarp));
+          Value x = memref::LoadOp::create(w, loc, qs, ValueRange{d});
+          Value y = memref::LoadOp::create(w, loc, src, ValueRange{row, d});
+          partial = arith::AddFOp::create(w, loc, partial, arith::MulFOp::create(w, loc, x, y));
+        }
+        Value dot = warpCombine(w, partial, false);
+        scf::YieldOp::create(w, loc, arith::MulFOp::create(w, loc, dot, scale).getResult());
+      }
+      {
+        OpBuilder w = branch.getElseBodyBuilder();
+        scf::YieldOp::create(w, loc, minusInf);
+      }
+      ifThen(o, cmp(o, arith::CmpIPredicate::eq, lane, idx(o, 0)), [&](OpBuilder &w) {
+        memref::StoreOp::create(w, loc, branch.getResult(0), weights, ValueRange{column});
+      });
+    };
+    // Band column c of query t is window row off + t + c - (W - 1), a row
+    // when that is >= 0 (else the query's own row, weight 0).
+    Value self = add(k, off, t);
+    auto bandRow = [&](OpBuilder &o, Value c) {
+      Value shifted = add(o, self, c);
+      Value valid = cmp(o, arith::CmpIPredicate::uge, shifted, idx(o, a.window - 1));
+      Value row = arith::SelectOp::create(o, loc, valid, arith::SubIOp::create(o, loc, shifted, idx(o, a.window - 1)),
+                                          self);
+      return std::make_pair(valid, row);
+    };
+    stridedLoop(k, warp, idx(k, a.window), kWarps, [&](OpBuilder &o, Value c) {
+      auto [valid, row] = bandRow(o, c);
+      logit(o, window, row, valid, c);
+    });
+    // Entry s's row: selection[t, s] (-1: none, weight 0; entry 0 stands in).
+    auto entryRow = [&](OpBuilder &o, Value s) {
+      Value e = memref::LoadOp::create(o, loc, selection, ValueRange{t, s});
+      Value zero = arith::ConstantIntOp::create(o, loc, 0, 32);
+      Value valid = cmp(o, arith::CmpIPredicate::sge, e, zero);
+      Value row = arith::IndexCastOp::create(o, loc, o.getIndexType(), arith::MaxSIOp::create(o, loc, e, zero));
+      return std::make_pair(valid, row);
+    };
+    if (a.k)
+      stridedLoop(k, warp, idx(k, a.k), kWarps, [&](OpBuilder &o, Value s) {
+        auto [valid, row] = entryRow(o, s);
+        logit(o, cache, row, valid, add(o, s, idx(o, a.window)));
+      });
+    gpu::BarrierOp::create(k, loc);
+
+    // 3. The maximum, with the sink.
+    Value sinkH = memref::LoadOp::create(k, loc, sink, ValueRange{h});
+    auto ownColumns = [&](Value init, function_ref<Value(OpBuilder &, Value c, Value acc)> f) {
+      auto loop = scf::ForOp::create(k, loc, tid, idx(k, columns), idx(k, kThreads), ValueRange{init},
+                                     [&](OpBuilder &o, Location, Value c, ValueRange acc) {
+                                       scf::YieldOp::create(o, loc, f(o, c, acc[0]));
+                                     });
+      return loop.getResult(0);
+    };
+    auto acrossWarps = [&](Value v, Value scratch, Value init, bool isMax) {
+      v = warpCombine(k, v, isMax);
+      ifThen(k, cmp(k, arith::CmpIPredicate::eq, lane, idx(k, 0)),
+             [&](OpBuilder &w) { memref::StoreOp::create(w, loc, v, scratch, ValueRange{warp}); });
+      gpu::BarrierOp::create(k, loc);
+      // Every thread combines the warps' values in warp order: the same value.
+      Value total = init;
+      for (int64_t w = 0; w < kWarps; ++w) {
+        Value x = memref::LoadOp::create(k, loc, scratch, ValueRange{idx(k, w)});
+        total = isMax ? arith::MaximumFOp::create(k, loc, total, x).getResult()
+                      : arith::AddFOp::create(k, loc, total, x).getResult();
+      }
+      return total;
+    };
+    Value localMax = ownColumns(minusInf, [&](OpBuilder &o, Value c, Value acc) {
+      return arith::MaximumFOp::create(o, loc, acc, memref::LoadOp::create(o, loc, weights, ValueRange{c}));
+    });
+    Value m = acrossWarps(localMax, maxima, sinkH, true);
+
+    // 4. exp(logit - m) in place, and the denominator.
+    Value localSum = ownColumns(f32c(k, 0), [&](OpBuilder &o, Value c, Value acc) {
+      Value l = memref::LoadOp::create(o, loc, weights, ValueRange{c});
+      Value e = math::ExpOp::create(o, loc, arith::SubFOp::create(o, loc, l, m));
+      memref::StoreOp::create(o, loc, e, weights, ValueRange{c});
+      return arith::AddFOp::create(o, loc, acc, e).getResult();
+    });
+    Value denom = acrossWarps(localSum, sums, math::ExpOp::create(k, loc, arith::SubFOp::create(k, loc, sinkH, m)),
+                              false);
+
+    // 5. Each thread's channels d = tid + 256 i: sum over the columns of
+    // (exp / denominator) x row, the band's rows then the entries'.
+    int64_t perThread = (width + kThreads - 1) / kThreads;
+    SmallVector<Value> dims, dimValid;
+    for (int64_t i = 0; i < perThread; ++i) {
+      Value d = add(k, tid, idx(k, i * kThreads));
+      dimValid.push_back(cmp(k, arith::CmpIPredicate::ult, d, idx(k, width)));
+      dims.push_back(arith::MinUIOp::create(k, loc, d, idx(k, width - 1)));
+    }
+    // Columns [0, n) of one source, `unroll` rows' loads together.
+    auto accumulate = [&](OpBuilder &o, ValueRange accs, int64_t n, int64_t firstColumn, Value src,
+                          function_ref<Value(OpBuilder &, Value)> rowOf) {
+      int64_t unroll = unrollFor(n);
+      auto loop = scf::ForOp::create(
+          o, loc, idx(o, 0), idx(o, n), idx(o, unroll), accs, [&](OpBuilder &w, Location, Value c0, ValueRange acc) {
+            SmallVector<Value> p, v;
+            for (int64_t u = 0; u < unroll; ++u) {
+              Value c = add(w, c0, idx(w, u));
+              Value row = rowOf(w, c);
+              p.push_back(arith::DivFOp::create(
+                  w, loc, memref::LoadOp::create(w, loc, weights, ValueRange{add(w, c, idx(w, firstColumn))}), denom));
+              for (Value d : dims)
+                v.push_back(memref::LoadOp::create(w, loc, src, ValueRange{row, d}));
+            }
+            SmallVector<Value> next(acc);
+            for (int64_t u = 0; u < unroll; ++u)
+              for (int64_t i = 0; i < perThread; ++i)
+                next[i] = arith::AddFOp::create(w, loc, next[i],
+                                                arith::MulFOp::create(w, loc, p[u], v[u * perThread + i]));
+            scf::YieldOp::create(w, loc, next);
+          });
+      return SmallVector<Value>(loop.getResults());
+    };
+    SmallVector<Value> accs(perThread, f32c(k, 0));
+    accs = accumulate(k, accs, a.window, 0, window, [&](OpBuilder &o, Value c) { return bandRow(o, c).second; });
+    if (a.k) {
+      // Without entries every column is -1 (weight 0) and there is no row to
+      // stand in.
+      auto any = scf::IfOp::create(k, loc, TypeRange(ValueRange(accs)),
+                                   cmp(k, arith::CmpIPredicate::ugt, entries, idx(k, 0)), true);
+      OpBuilder w = any.getThenBodyBuilder();
+      scf::YieldOp::create(w, loc,
+                           accumulate(w, accs, a.k, a.window, cache, [&](OpBuilder &o, Value s) { return entryRow(o, s).second; }));
+      OpBuilder e = any.getElseBodyBuilder();
+      scf::YieldOp::create(e, loc, accs);
+      accs = SmallVector<Value>(any.getResults());
+    }
+    for (int64_t i = 0; i < perThread; ++i)
+      ifThen(k, dimValid[i],
+             [&](OpBuilder &w) { memref::StoreOp::create(w, loc, accs[i], out, ValueRange{t, h, dims[i]}); });
+    gpu::TerminatorOp::create(k, loc);
+  }
+
+  void runOnOperation() override {
+    Builder builder(&getContext());
+    for (auto helper : llvm::to_vector(getOperation().getOps<func::FuncOp>())) {
+      auto spec = helper->getAttrOfType<DictionaryAttr>("dsf.attention");
+      if (!spec || helper.isExternal())
+        continue;
+      std::optional<Attention> attention = parseAttention(spec);
+      if (!attention || !hasAttentionSignature(helper.getFunctionType(), *attention, builder)) {
+        helper.emitError("dsf-gpu-sink-attention: a dsf.attention helper that is not the bufferized (queries, "
+                         "window, [cache, selection], sink) -> output of its heads, width and k");
+        return signalPassFailure();
+      }
+      // The lanes' shares of a product are unrolled over width / 32 loads.
+      if (attention->width % kWarp || attention->width > kMaxWidth)
+        continue;
+      rewrite(helper, *attention);
+    }
+  }
+};
+} // namespace
+} // namespace mlir::dsf
