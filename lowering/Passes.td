@@ -237,7 +237,7 @@ def GpuBatchedContraction : Pass<"dsf-gpu-batched-contraction", "::mlir::ModuleO
 }
 
 def GpuFuseMhc : Pass<"dsf-gpu-fuse-mhc", "::mlir::ModuleOp"> {
-  let summary = "Run each mHC site helper as one pass over the streams and a thread per token";
+  let summary = "Run each mHC site helper as one pass over the streams and a warp or thread per token";
   let description = [{
     dsf-to-linalg runs every mHC site through a helper function per shape
     (marked `dsf.hc_site = {n, width, iters, eps, norm_eps, update,
@@ -248,8 +248,10 @@ def GpuFuseMhc : Pass<"dsf-gpu-fuse-mhc", "::mlir::ModuleOp"> {
     IR this pass replaces the helper's body with two kernels: a block of 256
     threads per (token, 256 channels) writes X' and the collapse at its
     channels and sums its share of the projections and squares (warp
-    shuffles, then the warps in order) into a partial; a thread per token
-    adds the partials in order and computes the coefficients in registers.
+    shuffles, then the warps in order) into a partial; a warp per token (when
+    the (2+n)n + 1 values fit its lanes: a lane per value, then a lane per
+    cell of the combination matrix, sums by index shuffles) or else a thread
+    per token adds the partials in order and computes the coefficients.
     The update, the collapse and the per-token arithmetic are the linalg's
     in its order; the long sums add in another order than the CPU's, the
     same for any number of tokens. Helpers of more than 8 streams stay as
@@ -289,12 +291,13 @@ def GpuSinkAttention : Pass<"dsf-gpu-sink-attention", "::mlir::ModuleOp"> {
     only): queries [tokens, heads, width], window rows, [cache rows,
     selection [tokens, k] i32 (-1: none)], sink [heads] -> [tokens, heads,
     width], some fifteen kernels in linalg. On bufferized IR this pass
-    replaces the helper's body with one kernel, a block of 256 threads per
-    (token, head): the query in shared memory, each warp a column's logit
-    (lanes strided over the width, xor shuffles), the maximum with the sink
-    and the denominator (shuffles, then the warps in order), then each thread
-    its channels' weighted sum over the columns in the linalg's order (the
-    band, then the entries), eight rows' loads together. The logits' and the
+    replaces the helper's body with one kernel, a block of 512 threads per
+    (token, head): the query in shared memory, each warp two columns' logits
+    at a time (lanes strided over the width, both rows' loads together, xor
+    shuffles), the maximum with the sink and the denominator (shuffles, then
+    the warps in order), then each thread its channels' weighted sum over the
+    columns in the linalg's order (the band, then the entries), sixteen
+    rows' loads together. The logits' and the
     denominator's sums run in another order than the linalg's, one for any
     number of tokens. Widths that are not a multiple of 32 or above 4,096
     stay as they are; a helper whose signature is not its shape's is an error.

@@ -6,24 +6,28 @@
 // two denominators, two weighted sums), each of which re-reads the gathered
 // rows and gives a decode token's 64 heads a handful of blocks. On
 // bufferized IR this pass replaces the helper's body with one kernel, a
-// block of 256 threads per (token, head):
+// block of 512 threads per (token, head):
 //
 //  1. the head's query in shared memory;
-//  2. each warp a column at a time (the W band rows, then the k selected
-//     entries): the lanes' strided products over the width, xor shuffles,
-//     the scaled logit (-inf for a band row before the sequence or an entry
-//     of -1) into shared memory;
+//  2. each warp two columns at a time (the W band rows, then the k selected
+//     entries; both rows' loads issued together): the lanes' strided
+//     products over the width, xor shuffles, the scaled logit (-inf for a
+//     band row before the sequence or an entry of -1) into shared memory;
 //  3. the maximum with the sink (shuffles, then the warps');
 //  4. each column's exp(logit - max) in place, their sum (shuffles, then the
 //     warps in order) after exp(sink - max): the denominator;
 //  5. each thread its channels: the sum over the columns, in the linalg's
 //     order (the band, then the entries), of exp(logit - max) / denominator
-//     times the row, eight rows' loads issued together.
+//     times the row, sixteen rows' loads issued together.
+//
+// A decode token has a block per head (64 at V4.1's sizes): each is bound by
+// how many loads its SM keeps in flight, hence the wide blocks and the
+// loads issued together.
 //
 // A column that is no row (a band row before the sequence, an entry of -1)
 // has weight exp(-inf) = 0; the kernel multiplies it with a row that exists
-// (the query's own, entry 0), as the linalg does, so the sums are the
-// linalg's. The logits' and the denominator's sums run in another order than
+// (the query's own, entry 0) where the linalg does, so the weighted sums are
+// the linalg's. The logits' and the denominator's sums run in another order than
 // the linalg's (shuffle trees), one order for any number of tokens: a decode
 // equals its prefill bit for bit when the rest of the model does
 // (--batch-invariant).
@@ -42,7 +46,7 @@ namespace mlir::dsf {
 #include "lowering/Passes.h.inc"
 
 namespace {
-constexpr int64_t kThreads = 256, kWarp = 32, kWarps = kThreads / kWarp;
+constexpr int64_t kThreads = 512, kWarp = 32, kWarps = kThreads / kWarp;
 /// The query is kept in shared memory and each lane's share of a product is
 /// unrolled: widths up to 4,096.
 constexpr int64_t kMaxWidth = 4096;
@@ -77,9 +81,10 @@ bool hasAttentionSignature(FunctionType type, const Attention &a, Builder &b) {
   return isIdentityBuffer(type.getResult(0), {dyn, a.heads, a.width}, f32);
 }
 
-/// The largest of 8, 4, 2, 1 that divides n: rows whose loads go together.
+/// The largest of 16, 8, 4, 2, 1 that divides n: rows whose loads go
+/// together.
 int64_t unrollFor(int64_t n) {
-  for (int64_t u : {8, 4, 2})
+  for (int64_t u : {16, 8, 4, 2})
     if (n % u == 0)
       return u;
   return 1;
@@ -157,32 +162,44 @@ struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
     });
     gpu::BarrierOp::create(k, loc);
 
-    // 2. The logits, a warp a column. `valid` is the same for every lane.
-    auto logit = [&](OpBuilder &o, Value src, Value row, Value valid, Value column) {
-      auto branch = scf::IfOp::create(o, loc, TypeRange{o.getF32Type()}, valid, true);
-      {
-        OpBuilder w = branch.getThenBodyBuilder();
-        Value partial = f32c(w, 0);
+    // 2. The logits: each warp two columns at a time, c and c + 16, the
+    // loads of both rows issued together. Every load reads a row that
+    // exists (a band row before the sequence reads the query's own, an entry
+    // of -1 entry 0); the logit of such a column is -inf.
+    Value self = add(k, off, t);
+    using RowOf = function_ref<std::pair<Value, Value>(OpBuilder &, Value)>;
+    auto logits = [&](OpBuilder &o, Value src, int64_t n, int64_t firstColumn, RowOf rowOf) {
+      stridedLoop(o, warp, idx(o, n), 2 * kWarps, [&](OpBuilder &w, Value c) {
+        Value second = add(w, c, idx(w, kWarps));
+        Value hasSecond = cmp(w, arith::CmpIPredicate::ult, second, idx(w, n));
+        Value secondAt = arith::SelectOp::create(w, loc, hasSecond, second, c);
+        auto [valid0, row0] = rowOf(w, c);
+        auto [valid1, row1] = rowOf(w, secondAt);
+        SmallVector<Value> xs, ys0, ys1;
         for (int64_t j = 0; j < width / kWarp; ++j) {
           Value d = add(w, lane, idx(w, j * kWarp));
-          Value x = memref::LoadOp::create(w, loc, qs, ValueRange{d});
-          Value y = memref::LoadOp::create(w, loc, src, ValueRange{row, d});
-          partial = arith::AddFOp::create(w, loc, partial, arith::MulFOp::create(w, loc, x, y));
+          xs.push_back(memref::LoadOp::create(w, loc, qs, ValueRange{d}));
+          ys0.push_back(memref::LoadOp::create(w, loc, src, ValueRange{row0, d}));
+          ys1.push_back(memref::LoadOp::create(w, loc, src, ValueRange{row1, d}));
         }
-        Value dot = warpCombine(w, partial, false);
-        scf::YieldOp::create(w, loc, arith::MulFOp::create(w, loc, dot, scale).getResult());
-      }
-      {
-        OpBuilder w = branch.getElseBodyBuilder();
-        scf::YieldOp::create(w, loc, minusInf);
-      }
-      ifThen(o, cmp(o, arith::CmpIPredicate::eq, lane, idx(o, 0)), [&](OpBuilder &w) {
-        memref::StoreOp::create(w, loc, branch.getResult(0), weights, ValueRange{column});
+        Value partial0 = f32c(w, 0), partial1 = f32c(w, 0);
+        for (size_t j = 0; j < xs.size(); ++j) {
+          partial0 = arith::AddFOp::create(w, loc, partial0, arith::MulFOp::create(w, loc, xs[j], ys0[j]));
+          partial1 = arith::AddFOp::create(w, loc, partial1, arith::MulFOp::create(w, loc, xs[j], ys1[j]));
+        }
+        Value dot0 = warpCombine(w, partial0, false), dot1 = warpCombine(w, partial1, false);
+        Value logit0 = arith::SelectOp::create(w, loc, valid0, arith::MulFOp::create(w, loc, dot0, scale), minusInf);
+        Value logit1 = arith::SelectOp::create(w, loc, valid1, arith::MulFOp::create(w, loc, dot1, scale), minusInf);
+        ifThen(w, cmp(w, arith::CmpIPredicate::eq, lane, idx(w, 0)), [&](OpBuilder &z) {
+          memref::StoreOp::create(z, loc, logit0, weights, ValueRange{add(z, c, idx(z, firstColumn))});
+          ifThen(z, hasSecond, [&](OpBuilder &y) {
+            memref::StoreOp::create(y, loc, logit1, weights, ValueRange{add(y, second, idx(y, firstColumn))});
+          });
+        });
       });
     };
     // Band column c of query t is window row off + t + c - (W - 1), a row
-    // when that is >= 0 (else the query's own row, weight 0).
-    Value self = add(k, off, t);
+    // when that is >= 0.
     auto bandRow = [&](OpBuilder &o, Value c) {
       Value shifted = add(o, self, c);
       Value valid = cmp(o, arith::CmpIPredicate::uge, shifted, idx(o, a.window - 1));
@@ -190,11 +207,8 @@ struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
                                           self);
       return std::make_pair(valid, row);
     };
-    stridedLoop(k, warp, idx(k, a.window), kWarps, [&](OpBuilder &o, Value c) {
-      auto [valid, row] = bandRow(o, c);
-      logit(o, window, row, valid, c);
-    });
-    // Entry s's row: selection[t, s] (-1: none, weight 0; entry 0 stands in).
+    logits(k, window, a.window, 0, bandRow);
+    // Entry s's row: selection[t, s] (-1: none).
     auto entryRow = [&](OpBuilder &o, Value s) {
       Value e = memref::LoadOp::create(o, loc, selection, ValueRange{t, s});
       Value zero = arith::ConstantIntOp::create(o, loc, 0, 32);
@@ -202,11 +216,17 @@ struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
       Value row = arith::IndexCastOp::create(o, loc, o.getIndexType(), arith::MaxSIOp::create(o, loc, e, zero));
       return std::make_pair(valid, row);
     };
-    if (a.k)
-      stridedLoop(k, warp, idx(k, a.k), kWarps, [&](OpBuilder &o, Value s) {
-        auto [valid, row] = entryRow(o, s);
-        logit(o, cache, row, valid, add(o, s, idx(o, a.window)));
+    // Without entries every selected column is -1 and entry 0 does not exist.
+    Value anyEntries = a.k ? cmp(k, arith::CmpIPredicate::ugt, entries, idx(k, 0)) : Value();
+    if (a.k) {
+      auto any = scf::IfOp::create(k, loc, TypeRange{}, anyEntries, true);
+      OpBuilder w = any.getThenBodyBuilder();
+      logits(w, cache, a.k, a.window, entryRow);
+      OpBuilder e = any.getElseBodyBuilder();
+      stridedLoop(e, tid, idx(e, a.k), kThreads, [&](OpBuilder &o, Value s) {
+        memref::StoreOp::create(o, loc, minusInf, weights, ValueRange{add(o, s, idx(o, a.window))});
       });
+    }
     gpu::BarrierOp::create(k, loc);
 
     // 3. The maximum, with the sink.
@@ -285,8 +305,7 @@ struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
     if (a.k) {
       // Without entries every column is -1 (weight 0) and there is no row to
       // stand in.
-      auto any = scf::IfOp::create(k, loc, TypeRange(ValueRange(accs)),
-                                   cmp(k, arith::CmpIPredicate::ugt, entries, idx(k, 0)), true);
+      auto any = scf::IfOp::create(k, loc, TypeRange(ValueRange(accs)), anyEntries, true);
       OpBuilder w = any.getThenBodyBuilder();
       scf::YieldOp::create(w, loc,
                            accumulate(w, accs, a.k, a.window, cache, [&](OpBuilder &o, Value s) { return entryRow(o, s).second; }));

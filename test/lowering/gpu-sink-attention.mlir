@@ -1,33 +1,42 @@
 // RUN: dsf-opt %s --dsf-gpu-sink-attention --split-input-file -verify-diagnostics | FileCheck %s
 
 // Sink attention over a band of 4 window rows and 8 selected entries becomes
-// one kernel, a block of 256 threads per (token, head): the query into shared
-// memory, a warp a column's logit (its lanes' products, xor shuffles, times
-// the scale; -inf where there is no row), the maximum with the sink, the
+// one kernel, a block of 512 threads per (token, head): the query into shared
+// memory, each warp two columns' logits at a time (both rows' loads before
+// the products, xor shuffles, times the scale; -inf where there is no row;
+// the entries' under entries > 0, else -inf), the maximum with the sink, the
 // exps in place and the denominator, then each thread's channels summed over
-// the band's rows and the entries' rows, eight (band: four) loads together.
+// the band's rows and the entries' rows, four (band) and eight (entries)
+// loads together.
 // CHECK-LABEL: func.func private @dsf_attention_h2_d64_w4_k8_s3e000000
 // CHECK: %[[T:.*]] = memref.dim %arg0, %c0
 // CHECK: %[[ROWS:.*]] = memref.dim %arg1
+// CHECK: %[[ENTRIES:.*]] = memref.dim %arg2
 // CHECK: %[[OFF:.*]] = arith.subi %[[ROWS]], %[[T]]
 // CHECK: %[[OUT:.*]] = memref.alloc(%[[T]]) : memref<?x2x64xf32>
-// CHECK: gpu.launch blocks(%[[TOK:.*]], %[[HEAD:.*]], %{{.*}}) in (%{{.*}} = %[[T]], %{{.*}} = %c2, {{.*}} threads(%[[TID:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c256
-// CHECK-SAME: workgroup(%[[Q:.*]] : memref<64xf32, #gpu.address_space<workgroup>>, %[[P:.*]] : memref<12xf32, #gpu.address_space<workgroup>>, %[[MAX:.*]] : memref<8xf32, #gpu.address_space<workgroup>>, %[[SUM:.*]] : memref<8xf32, #gpu.address_space<workgroup>>)
+// CHECK: gpu.launch blocks(%[[TOK:.*]], %[[HEAD:.*]], %{{.*}}) in (%{{.*}} = %[[T]], %{{.*}} = %c2, {{.*}} threads(%[[TID:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c512
+// CHECK-SAME: workgroup(%[[Q:.*]] : memref<64xf32, #gpu.address_space<workgroup>>, %[[P:.*]] : memref<12xf32, #gpu.address_space<workgroup>>, %[[MAX:.*]] : memref<16xf32, #gpu.address_space<workgroup>>, %[[SUM:.*]] : memref<16xf32, #gpu.address_space<workgroup>>)
 // CHECK: memref.load %arg0[%[[TOK]], %[[HEAD]], %{{.*}}]
 // CHECK: memref.store %{{.*}}, %[[Q]]
 // CHECK: gpu.barrier
-// The band: window row off + t + c - 3 when that is >= 0.
+// The band: window row off + t + c - 3 when that is >= 0, two columns 16 apart.
 // CHECK: %[[SELF:.*]] = arith.addi %[[OFF]], %[[TOK]]
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c4{{.*}} step %c32
 // CHECK: arith.cmpi uge
-// CHECK: scf.if %{{.*}} -> (f32)
 // CHECK-COUNT-2: memref.load %arg1
-// CHECK-COUNT-5: gpu.shuffle  xor
-// CHECK: arith.mulf %{{.*}}, %cst
+// CHECK-COUNT-2: memref.load %arg1
+// CHECK-COUNT-10: gpu.shuffle  xor
+// CHECK: memref.store %{{.*}}, %[[P]]
 // CHECK: memref.store %{{.*}}, %[[P]]
 // The entries: selection[t, s], -1 for none.
+// CHECK: %[[ANY:.*]] = arith.cmpi ugt, %[[ENTRIES]], %c0
+// CHECK: scf.if %[[ANY]] {
 // CHECK: memref.load %arg3[%[[TOK]], %{{.*}}] : memref<?x8xi32>
 // CHECK: arith.cmpi sge
 // CHECK-COUNT-2: memref.load %arg2
+// CHECK-COUNT-10: gpu.shuffle  xor
+// CHECK: } else {
+// CHECK: memref.store %cst, %[[P]]
 // CHECK: gpu.barrier
 // CHECK: memref.load %arg4[%[[HEAD]]]
 // CHECK: arith.maximumf
@@ -42,7 +51,7 @@
 // CHECK: gpu.barrier
 // CHECK: scf.for %{{.*}} = %c0{{.*}} to %c4{{.*}} step %c4
 // CHECK-COUNT-4: memref.load %arg1
-// CHECK: scf.if %{{.*}} -> (f32)
+// CHECK: scf.if %[[ANY]] -> (f32)
 // CHECK: scf.for %{{.*}} = %c0{{.*}} to %c8{{.*}} step %c8
 // CHECK-COUNT-8: memref.load %arg2
 // CHECK: memref.store %{{.*}}, %[[OUT]][%[[TOK]], %[[HEAD]], %{{.*}}]
@@ -60,9 +69,9 @@ func.func private @dsf_attention_h2_d64_w4_k8_s3e000000(%q: memref<?x2x64xf32>, 
 
 // -----
 
-// Window only (k = 0, a sliding layer); 320 channels: two a thread, the
-// second for threads below 64.
-// CHECK-LABEL: func.func private @dsf_attention_h1_d320_w3_k0_s3f800000
+// Window only (k = 0, a sliding layer); 640 channels: two a thread, the
+// second for threads below 128.
+// CHECK-LABEL: func.func private @dsf_attention_h1_d640_w3_k0_s3f800000
 // CHECK: gpu.launch
 // CHECK-NOT: memref<?x{{[0-9]+}}xi32>
 // CHECK-COUNT-2: arith.cmpi ult
@@ -70,13 +79,13 @@ func.func private @dsf_attention_h2_d64_w4_k8_s3e000000(%q: memref<?x2x64xf32>, 
 // CHECK-COUNT-2: memref.load %arg1
 // CHECK-COUNT-2: memref.store
 // CHECK: gpu.terminator
-func.func private @dsf_attention_h1_d320_w3_k0_s3f800000(%q: memref<?x1x320xf32>, %win: memref<?x320xf32>,
-                                                        %sink: memref<1xf32>) -> memref<?x1x320xf32>
-    attributes {dsf.attention = {heads = 1 : i64, width = 320 : i64, window = 3 : i64, k = 0 : i64, scale = 1.0 : f32}} {
+func.func private @dsf_attention_h1_d640_w3_k0_s3f800000(%q: memref<?x1x640xf32>, %win: memref<?x640xf32>,
+                                                        %sink: memref<1xf32>) -> memref<?x1x640xf32>
+    attributes {dsf.attention = {heads = 1 : i64, width = 640 : i64, window = 3 : i64, k = 0 : i64, scale = 1.0 : f32}} {
   %c0 = arith.constant 0 : index
-  %t = memref.dim %q, %c0 : memref<?x1x320xf32>
-  %o = memref.alloc(%t) : memref<?x1x320xf32>
-  return %o : memref<?x1x320xf32>
+  %t = memref.dim %q, %c0 : memref<?x1x640xf32>
+  %o = memref.alloc(%t) : memref<?x1x640xf32>
+  return %o : memref<?x1x640xf32>
 }
 
 // -----
