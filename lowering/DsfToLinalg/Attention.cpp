@@ -720,161 +720,161 @@ SmallVector<Type> attentionInputTypes(MLIRContext *ctx, const AttentionSpec &s) 
 /// sink], K = V. `positions` and `ratio` matter only without a selection.
 Value sinkAttention(OpBuilder &b, Location loc, Value q, Value window, int64_t windowSize, Value cache, int64_t ratio,
                     Value selection, Value positions, Value sink, double scale) {
-    MLIRContext *ctx = b.getContext();
-    auto f32 = b.getF32Type();
-    auto qType = tensorType(q);
-    int64_t heads = qType.getDimSize(1), width = qType.getDimSize(2);
-    Value tokens = dim0(b, loc, q), rows = dim0(b, loc, window);
-    Value off = arith::SubIOp::create(b, loc, rows, tokens);   // query t is window row off + t
-    // Which entries query t sees follows from its position: positions[t], or
-    // off + t when the window holds the whole sequence.
+  MLIRContext *ctx = b.getContext();
+  auto f32 = b.getF32Type();
+  auto qType = tensorType(q);
+  int64_t heads = qType.getDimSize(1), width = qType.getDimSize(2);
+  Value tokens = dim0(b, loc, q), rows = dim0(b, loc, window);
+  Value off = arith::SubIOp::create(b, loc, rows, tokens);   // query t is window row off + t
+  // Which entries query t sees follows from its position: positions[t], or
+  // off + t when the window holds the whole sequence.
 
-    auto logitsType = RankedTensorType::get({ShapedType::kDynamic, heads, ShapedType::kDynamic}, f32);
-    // Window logits over the band: column w of query t is window row
-    // off + t - (W - 1) + w, in the window if that is >= 0. Only the band is
-    // computed (O(tokens x W), not O(tokens x rows)); the rows outside it
-    // would only have added exp(-inf) = 0 terms, so the sums are the same.
-    auto bandRow = [&](OpBuilder &nb, Location l, Value t, Value w) {
-      Value self = arith::AddIOp::create(nb, l, t, off);
-      Value shifted = arith::AddIOp::create(nb, l, self, w);   // row + (W - 1)
-      Value valid = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::uge, shifted, indexConst(nb, l, windowSize - 1));
-      Value row = arith::SubIOp::create(nb, l, shifted, indexConst(nb, l, windowSize - 1));
-      return std::make_pair(valid, arith::SelectOp::create(nb, l, valid, row, indexConst(nb, l, 0)).getResult());
-    };
-    auto bandType = RankedTensorType::get({ShapedType::kDynamic, heads, windowSize}, f32);
-    Value bandInit = filled(b, loc, f32Const(b, loc, 0), tensor::EmptyOp::create(b, loc, bandType, ValueRange{tokens}));
-    Value winDots = linalg::GenericOp::create(
-                        b, loc, TypeRange{bandType}, ValueRange{q}, ValueRange{bandInit},
-                        ArrayRef<AffineMap>{pick(ctx, 4, {0, 1, 3}), pick(ctx, 4, {0, 1, 2})}, iterators(3, 1),
-                        [&](OpBuilder &nb, Location l, ValueRange a) {
-                          auto [valid, row] = bandRow(nb, l, linalg::IndexOp::create(nb, l, 0), linalg::IndexOp::create(nb, l, 2));
-                          (void)valid;
-                          Value k = tensor::ExtractOp::create(nb, l, window, ValueRange{row, linalg::IndexOp::create(nb, l, 3)});
-                          linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[1], arith::MulFOp::create(nb, l, a[0], k)).getResult());
-                        })
-                        .getResult(0);
-    Value winLogits = elementwise(b, loc, ValueRange{winDots}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-      auto [valid, row] = bandRow(nb, l, linalg::IndexOp::create(nb, l, 0), linalg::IndexOp::create(nb, l, 2));
-      (void)row;
-      return arith::SelectOp::create(nb, l, valid, arith::MulFOp::create(nb, l, a[0], f32Const(nb, l, scale)), minusInfinity(nb, l));
-    });
+  auto logitsType = RankedTensorType::get({ShapedType::kDynamic, heads, ShapedType::kDynamic}, f32);
+  // Window logits over the band: column w of query t is window row
+  // off + t - (W - 1) + w, in the window if that is >= 0. Only the band is
+  // computed (O(tokens x W), not O(tokens x rows)); the rows outside it
+  // would only have added exp(-inf) = 0 terms, so the sums are the same.
+  auto bandRow = [&](OpBuilder &nb, Location l, Value t, Value w) {
+    Value self = arith::AddIOp::create(nb, l, t, off);
+    Value shifted = arith::AddIOp::create(nb, l, self, w);   // row + (W - 1)
+    Value valid = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::uge, shifted, indexConst(nb, l, windowSize - 1));
+    Value row = arith::SubIOp::create(nb, l, shifted, indexConst(nb, l, windowSize - 1));
+    return std::make_pair(valid, arith::SelectOp::create(nb, l, valid, row, indexConst(nb, l, 0)).getResult());
+  };
+  auto bandType = RankedTensorType::get({ShapedType::kDynamic, heads, windowSize}, f32);
+  Value bandInit = filled(b, loc, f32Const(b, loc, 0), tensor::EmptyOp::create(b, loc, bandType, ValueRange{tokens}));
+  Value winDots = linalg::GenericOp::create(
+                      b, loc, TypeRange{bandType}, ValueRange{q}, ValueRange{bandInit},
+                      ArrayRef<AffineMap>{pick(ctx, 4, {0, 1, 3}), pick(ctx, 4, {0, 1, 2})}, iterators(3, 1),
+                      [&](OpBuilder &nb, Location l, ValueRange a) {
+                        auto [valid, row] = bandRow(nb, l, linalg::IndexOp::create(nb, l, 0), linalg::IndexOp::create(nb, l, 2));
+                        (void)valid;
+                        Value k = tensor::ExtractOp::create(nb, l, window, ValueRange{row, linalg::IndexOp::create(nb, l, 3)});
+                        linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[1], arith::MulFOp::create(nb, l, a[0], k)).getResult());
+                      })
+                      .getResult(0);
+  Value winLogits = elementwise(b, loc, ValueRange{winDots}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+    auto [valid, row] = bandRow(nb, l, linalg::IndexOp::create(nb, l, 0), linalg::IndexOp::create(nb, l, 2));
+    (void)row;
+    return arith::SelectOp::create(nb, l, valid, arith::MulFOp::create(nb, l, a[0], f32Const(nb, l, scale)), minusInfinity(nb, l));
+  });
 
-    // Entry logits: the selected entries (-1: none), or every visible entry.
-    Value entryLogits, entryIndex;   // entryIndex[t, s]: the entry of column s (i32, -1 none)
-    if (cache) {
-      Value columns;
-      if (selection) {
-        entryIndex = selection;
-        columns = indexConst(b, loc, tensorType(selection).getDimSize(1));
-      } else {
-        columns = dim0(b, loc, cache);
-        auto idxType = RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, b.getI32Type());
-        entryIndex = linalg::GenericOp::create(
-                         b, loc, TypeRange{idxType}, ValueRange{},
-                         ValueRange{tensor::EmptyOp::create(b, loc, idxType, ValueRange{tokens, columns})},
-                         ArrayRef<AffineMap>{pick(ctx, 2, {0, 1})}, iterators(2),
-                         [&](OpBuilder &nb, Location l, ValueRange) {
-                           Value t = linalg::IndexOp::create(nb, l, 0), j = linalg::IndexOp::create(nb, l, 1);
-                           Value p = positions ? positionAt(nb, l, positions, t) : arith::AddIOp::create(nb, l, t, off).getResult();
-                           Value p1 = arith::AddIOp::create(nb, l, p, indexConst(nb, l, 1));
-                           Value visible = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, j,
-                                                                 arith::DivUIOp::create(nb, l, p1, indexConst(nb, l, ratio)));
-                           Value ji = arith::IndexCastOp::create(nb, l, nb.getI32Type(), j);
-                           linalg::YieldOp::create(nb, l, arith::SelectOp::create(nb, l, visible, ji, i32Const(nb, l, -1)).getResult());
-                         })
-                         .getResult(0);
-      }
-      Value init = filled(b, loc, f32Const(b, loc, 0), tensor::EmptyOp::create(b, loc, logitsType, ValueRange{tokens, columns}));
-      Value dots = linalg::GenericOp::create(
-                       b, loc, TypeRange{logitsType}, ValueRange{q, entryIndex}, ValueRange{init},
-                       ArrayRef<AffineMap>{pick(ctx, 4, {0, 1, 3}), pick(ctx, 4, {0, 2}), pick(ctx, 4, {0, 1, 2})},
-                       iterators(3, 1),
-                       [&](OpBuilder &nb, Location l, ValueRange a) {
-                         Value e = arith::IndexCastOp::create(nb, l, nb.getIndexType(), arith::MaxSIOp::create(nb, l, a[1], i32Const(nb, l, 0)));
-                         Value kv = tensor::ExtractOp::create(nb, l, cache, ValueRange{e, linalg::IndexOp::create(nb, l, 3)});
-                         Value p = arith::MulFOp::create(nb, l, a[0], kv);
-                         linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], p).getResult());
+  // Entry logits: the selected entries (-1: none), or every visible entry.
+  Value entryLogits, entryIndex;   // entryIndex[t, s]: the entry of column s (i32, -1 none)
+  if (cache) {
+    Value columns;
+    if (selection) {
+      entryIndex = selection;
+      columns = indexConst(b, loc, tensorType(selection).getDimSize(1));
+    } else {
+      columns = dim0(b, loc, cache);
+      auto idxType = RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, b.getI32Type());
+      entryIndex = linalg::GenericOp::create(
+                       b, loc, TypeRange{idxType}, ValueRange{},
+                       ValueRange{tensor::EmptyOp::create(b, loc, idxType, ValueRange{tokens, columns})},
+                       ArrayRef<AffineMap>{pick(ctx, 2, {0, 1})}, iterators(2),
+                       [&](OpBuilder &nb, Location l, ValueRange) {
+                         Value t = linalg::IndexOp::create(nb, l, 0), j = linalg::IndexOp::create(nb, l, 1);
+                         Value p = positions ? positionAt(nb, l, positions, t) : arith::AddIOp::create(nb, l, t, off).getResult();
+                         Value p1 = arith::AddIOp::create(nb, l, p, indexConst(nb, l, 1));
+                         Value visible = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, j,
+                                                               arith::DivUIOp::create(nb, l, p1, indexConst(nb, l, ratio)));
+                         Value ji = arith::IndexCastOp::create(nb, l, nb.getI32Type(), j);
+                         linalg::YieldOp::create(nb, l, arith::SelectOp::create(nb, l, visible, ji, i32Const(nb, l, -1)).getResult());
                        })
                        .getResult(0);
-      entryLogits = linalg::GenericOp::create(
-                        b, loc, TypeRange{logitsType}, ValueRange{dots, entryIndex},
-                        ValueRange{tensor::EmptyOp::create(b, loc, logitsType, ValueRange{tokens, columns})},
-                        ArrayRef<AffineMap>{pick(ctx, 3, {0, 1, 2}), pick(ctx, 3, {0, 2}), pick(ctx, 3, {0, 1, 2})},
-                        iterators(3),
-                        [&](OpBuilder &nb, Location l, ValueRange a) {
-                          Value valid = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge, a[1], i32Const(nb, l, 0));
-                          linalg::YieldOp::create(nb, l, arith::SelectOp::create(nb, l, valid, arith::MulFOp::create(nb, l, a[0], f32Const(nb, l, scale)), minusInfinity(nb, l)).getResult());
-                        })
-                        .getResult(0);
     }
+    Value init = filled(b, loc, f32Const(b, loc, 0), tensor::EmptyOp::create(b, loc, logitsType, ValueRange{tokens, columns}));
+    Value dots = linalg::GenericOp::create(
+                     b, loc, TypeRange{logitsType}, ValueRange{q, entryIndex}, ValueRange{init},
+                     ArrayRef<AffineMap>{pick(ctx, 4, {0, 1, 3}), pick(ctx, 4, {0, 2}), pick(ctx, 4, {0, 1, 2})},
+                     iterators(3, 1),
+                     [&](OpBuilder &nb, Location l, ValueRange a) {
+                       Value e = arith::IndexCastOp::create(nb, l, nb.getIndexType(), arith::MaxSIOp::create(nb, l, a[1], i32Const(nb, l, 0)));
+                       Value kv = tensor::ExtractOp::create(nb, l, cache, ValueRange{e, linalg::IndexOp::create(nb, l, 3)});
+                       Value p = arith::MulFOp::create(nb, l, a[0], kv);
+                       linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], p).getResult());
+                     })
+                     .getResult(0);
+    entryLogits = linalg::GenericOp::create(
+                      b, loc, TypeRange{logitsType}, ValueRange{dots, entryIndex},
+                      ValueRange{tensor::EmptyOp::create(b, loc, logitsType, ValueRange{tokens, columns})},
+                      ArrayRef<AffineMap>{pick(ctx, 3, {0, 1, 2}), pick(ctx, 3, {0, 2}), pick(ctx, 3, {0, 1, 2})},
+                      iterators(3),
+                      [&](OpBuilder &nb, Location l, ValueRange a) {
+                        Value valid = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge, a[1], i32Const(nb, l, 0));
+                        linalg::YieldOp::create(nb, l, arith::SelectOp::create(nb, l, valid, arith::MulFOp::create(nb, l, a[0], f32Const(nb, l, scale)), minusInfinity(nb, l)).getResult());
+                      })
+                      .getResult(0);
+  }
 
-    // m[t, h] = max(sink[h], logits), then the denominator.
-    auto rowType = RankedTensorType::get({ShapedType::kDynamic, heads}, f32);
-    Value sinkRows = linalg::GenericOp::create(
-                         b, loc, TypeRange{rowType}, ValueRange{sink}, ValueRange{emptyTensor(b, loc, rowType, q)},
-                         ArrayRef<AffineMap>{pick(ctx, 2, {1}), pick(ctx, 2, {0, 1})}, iterators(2),
-                         [&](OpBuilder &nb, Location l, ValueRange a) { linalg::YieldOp::create(nb, l, a[0]); })
-                         .getResult(0);
-    auto reduceRows = [&](Value logits, Value init, bool isMax, Value m) {
-      SmallVector<Value> inputs{logits};
-      SmallVector<AffineMap> maps{pick(ctx, 3, {0, 1, 2})};
-      if (m) {
-        inputs.push_back(m);
-        maps.push_back(pick(ctx, 3, {0, 1}));
-      }
+  // m[t, h] = max(sink[h], logits), then the denominator.
+  auto rowType = RankedTensorType::get({ShapedType::kDynamic, heads}, f32);
+  Value sinkRows = linalg::GenericOp::create(
+                       b, loc, TypeRange{rowType}, ValueRange{sink}, ValueRange{emptyTensor(b, loc, rowType, q)},
+                       ArrayRef<AffineMap>{pick(ctx, 2, {1}), pick(ctx, 2, {0, 1})}, iterators(2),
+                       [&](OpBuilder &nb, Location l, ValueRange a) { linalg::YieldOp::create(nb, l, a[0]); })
+                       .getResult(0);
+  auto reduceRows = [&](Value logits, Value init, bool isMax, Value m) {
+    SmallVector<Value> inputs{logits};
+    SmallVector<AffineMap> maps{pick(ctx, 3, {0, 1, 2})};
+    if (m) {
+      inputs.push_back(m);
       maps.push_back(pick(ctx, 3, {0, 1}));
-      return linalg::GenericOp::create(
-                 b, loc, TypeRange{rowType}, inputs, ValueRange{init}, maps, iterators(2, 1),
-                 [&](OpBuilder &nb, Location l, ValueRange a) {
-                   Value r = isMax ? arith::MaximumFOp::create(nb, l, a[1], a[0]).getResult()
-                                   : arith::AddFOp::create(nb, l, a[2], math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, a[0], a[1])))
-                                         .getResult();
-                   linalg::YieldOp::create(nb, l, r);
-                 })
-          .getResult(0);
-    };
-    Value m = reduceRows(winLogits, sinkRows, true, Value());
-    if (entryLogits)
-      m = reduceRows(entryLogits, m, true, Value());
-    Value denom = elementwise(b, loc, ValueRange{sinkRows, m}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-      return math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, a[0], a[1]));
-    });
-    denom = reduceRows(winLogits, denom, false, m);
-    if (entryLogits)
-      denom = reduceRows(entryLogits, denom, false, m);
+    }
+    maps.push_back(pick(ctx, 3, {0, 1}));
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{rowType}, inputs, ValueRange{init}, maps, iterators(2, 1),
+               [&](OpBuilder &nb, Location l, ValueRange a) {
+                 Value r = isMax ? arith::MaximumFOp::create(nb, l, a[1], a[0]).getResult()
+                                 : arith::AddFOp::create(nb, l, a[2], math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, a[0], a[1])))
+                                       .getResult();
+                 linalg::YieldOp::create(nb, l, r);
+               })
+        .getResult(0);
+  };
+  Value m = reduceRows(winLogits, sinkRows, true, Value());
+  if (entryLogits)
+    m = reduceRows(entryLogits, m, true, Value());
+  Value denom = elementwise(b, loc, ValueRange{sinkRows, m}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+    return math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, a[0], a[1]));
+  });
+  denom = reduceRows(winLogits, denom, false, m);
+  if (entryLogits)
+    denom = reduceRows(entryLogits, denom, false, m);
 
-    // out[t, h, d] = sum_j p[t, h, j] v[j, d], p = exp(logit - m) / denom
-    auto outType = RankedTensorType::get({ShapedType::kDynamic, heads, width}, f32);
-    Value out = zeros(b, loc, outType, q);
-    auto weighted = [&](Value logits, Value gather, bool isWindow) {
-      SmallVector<Value> inputs{logits, m, denom};
-      SmallVector<AffineMap> maps{pick(ctx, 4, {0, 1, 3}), pick(ctx, 4, {0, 1}), pick(ctx, 4, {0, 1})};
-      if (!isWindow) {
-        inputs.push_back(gather);
-        maps.push_back(pick(ctx, 4, {0, 3}));
-      }
-      maps.push_back(pick(ctx, 4, {0, 1, 2}));
-      return linalg::GenericOp::create(
-                 b, loc, TypeRange{outType}, inputs, ValueRange{out}, maps, iterators(3, 1),
-                 [&](OpBuilder &nb, Location l, ValueRange a) {
-                   Value p = arith::DivFOp::create(nb, l, math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, a[0], a[1])), a[2]);
-                   Value v;
-                   if (isWindow) {
-                     auto [valid, row] = bandRow(nb, l, linalg::IndexOp::create(nb, l, 0), linalg::IndexOp::create(nb, l, 3));
-                     (void)valid;   // p is 0 there
-                     v = tensor::ExtractOp::create(nb, l, window, ValueRange{row, linalg::IndexOp::create(nb, l, 2)});
-                   } else {
-                     Value e = arith::IndexCastOp::create(nb, l, nb.getIndexType(), arith::MaxSIOp::create(nb, l, a[3], i32Const(nb, l, 0)));
-                     v = tensor::ExtractOp::create(nb, l, cache, ValueRange{e, linalg::IndexOp::create(nb, l, 2)});
-                   }
-                   linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a.back(), arith::MulFOp::create(nb, l, p, v)).getResult());
-                 })
-          .getResult(0);
-    };
-    out = weighted(winLogits, Value(), true);
-    if (entryLogits)
-      out = weighted(entryLogits, entryIndex, false);
-    return out;
+  // out[t, h, d] = sum_j p[t, h, j] v[j, d], p = exp(logit - m) / denom
+  auto outType = RankedTensorType::get({ShapedType::kDynamic, heads, width}, f32);
+  Value out = zeros(b, loc, outType, q);
+  auto weighted = [&](Value logits, Value gather, bool isWindow) {
+    SmallVector<Value> inputs{logits, m, denom};
+    SmallVector<AffineMap> maps{pick(ctx, 4, {0, 1, 3}), pick(ctx, 4, {0, 1}), pick(ctx, 4, {0, 1})};
+    if (!isWindow) {
+      inputs.push_back(gather);
+      maps.push_back(pick(ctx, 4, {0, 3}));
+    }
+    maps.push_back(pick(ctx, 4, {0, 1, 2}));
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{outType}, inputs, ValueRange{out}, maps, iterators(3, 1),
+               [&](OpBuilder &nb, Location l, ValueRange a) {
+                 Value p = arith::DivFOp::create(nb, l, math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, a[0], a[1])), a[2]);
+                 Value v;
+                 if (isWindow) {
+                   auto [valid, row] = bandRow(nb, l, linalg::IndexOp::create(nb, l, 0), linalg::IndexOp::create(nb, l, 3));
+                   (void)valid;   // p is 0 there
+                   v = tensor::ExtractOp::create(nb, l, window, ValueRange{row, linalg::IndexOp::create(nb, l, 2)});
+                 } else {
+                   Value e = arith::IndexCastOp::create(nb, l, nb.getIndexType(), arith::MaxSIOp::create(nb, l, a[3], i32Const(nb, l, 0)));
+                   v = tensor::ExtractOp::create(nb, l, cache, ValueRange{e, linalg::IndexOp::create(nb, l, 2)});
+                 }
+                 linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a.back(), arith::MulFOp::create(nb, l, p, v)).getResult());
+               })
+        .getResult(0);
+  };
+  out = weighted(winLogits, Value(), true);
+  if (entryLogits)
+    out = weighted(entryLogits, entryIndex, false);
+  return out;
 }
 
 namespace {
