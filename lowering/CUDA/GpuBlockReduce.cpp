@@ -137,13 +137,7 @@ struct GpuBlockReducePass : impl::GpuBlockReduceBase<GpuBlockReducePass> {
           scf::YieldOp::create(o, l, combine(o, acc[0], value));
         });
     Value mine = strided.getResult(0);
-    auto warpReduce = [&](OpBuilder &o, Value v) {
-      for (int32_t offset = kWarp / 2; offset > 0; offset /= 2)
-        v = combine(o, v, gpu::ShuffleOp::create(o, loc, v, offset, int32_t(kWarp), gpu::ShuffleMode::XOR)
-                              .getShuffleResult());
-      return v;
-    };
-    mine = warpReduce(k, mine);
+    mine = warpAllReduce(k, loc, mine, combine);
     Value lane = arith::RemUIOp::create(k, loc, tid, idx(k, kWarp));
     Value warp = arith::DivUIOp::create(k, loc, tid, idx(k, kWarp));
     auto isZero = [&](OpBuilder &o, Value v) {
@@ -165,7 +159,7 @@ struct GpuBlockReducePass : impl::GpuBlockReduceBase<GpuBlockReducePass> {
       scf::YieldOp::create(rt, loc, memref::LoadOp::create(rt, loc, partials, ValueRange{lane}).getResult());
       OpBuilder re = read.getElseBodyBuilder();
       scf::YieldOp::create(re, loc, re.clone(*identity.getDefiningOp())->getResult(0));
-      Value total = warpReduce(t, read.getResult(0));
+      Value total = warpAllReduce(t, loc, read.getResult(0), combine);
       auto write = scf::IfOp::create(t, loc, TypeRange{}, isZero(t, lane), false);
       OpBuilder w = write.getThenBodyBuilder();
       SmallVector<Value> outIndex(index.begin(), index.begin() + parallel);

@@ -194,10 +194,9 @@ struct GpuSelectTopkPass : impl::GpuSelectTopkBase<GpuSelectTopkPass> {
           beforeLast = s;
           s = inclusive;
         }
-        Value best = candidate;
-        for (int32_t offset = kWarp / 2; offset > 0; offset /= 2)
-          best = arith::MaxSIOp::create(
-              kb, loc, best, gpu::ShuffleOp::create(kb, loc, best, offset, int32_t(kWarp), gpu::ShuffleMode::XOR).getShuffleResult());
+        Value best = warpAllReduce(kb, loc, candidate, [&](OpBuilder &o, Value mine, Value theirs) {
+          return arith::MaxSIOp::create(o, loc, mine, theirs).getResult();
+        });
         Value owner = arith::AndIOp::create(kb, loc, K.cmp(P::eq, best, candidate), K.cmp(P::ne, candidate, K.i32(-1)));
         Value none = arith::AndIOp::create(kb, loc, K.cmp(P::eq, best, K.i32(-1)),
                                            K.cmp(P::eq, K.lane, K.index(kWarp - 1)));

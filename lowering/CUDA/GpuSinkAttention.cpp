@@ -148,12 +148,10 @@ struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
       });
     };
     auto warpCombine = [&](OpBuilder &o, Value v, bool isMax) {
-      for (int32_t offset = kWarp / 2; offset > 0; offset /= 2) {
-        Value other = gpu::ShuffleOp::create(o, loc, v, offset, int32_t(kWarp), gpu::ShuffleMode::XOR).getShuffleResult();
-        v = isMax ? arith::MaximumFOp::create(o, loc, v, other).getResult()
-                  : arith::AddFOp::create(o, loc, v, other).getResult();
-      }
-      return v;
+      return warpAllReduce(o, loc, v, [&](OpBuilder &w, Value mine, Value theirs) {
+        return isMax ? arith::MaximumFOp::create(w, loc, mine, theirs).getResult()
+                     : arith::AddFOp::create(w, loc, mine, theirs).getResult();
+      });
     };
 
     // 1. The query.
@@ -267,7 +265,7 @@ struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
     Value denom = acrossWarps(localSum, sums, math::ExpOp::create(k, loc, arith::SubFOp::create(k, loc, sinkH, m)),
                               false);
 
-    // 5. Each thread's channels d = tid + 256 i: sum over the columns of
+    // 5. Each thread's channels d = tid + kThreads i: sum over the columns of
     // (exp / denominator) x row, the band's rows then the entries'.
     int64_t perThread = (width + kThreads - 1) / kThreads;
     SmallVector<Value> dims, dimValid;

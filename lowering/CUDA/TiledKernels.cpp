@@ -262,6 +262,13 @@ void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
   gpu::TerminatorOp::create(end, loc);
 }
 
+Value warpAllReduce(OpBuilder &b, Location loc, Value v, function_ref<Value(OpBuilder &, Value, Value)> combine) {
+  constexpr int32_t kWarp = 32;
+  for (int32_t offset = kWarp / 2; offset > 0; offset /= 2)
+    v = combine(b, v, gpu::ShuffleOp::create(b, loc, v, offset, kWarp, gpu::ShuffleMode::XOR).getShuffleResult());
+  return v;
+}
+
 /// A constant, or the static size memref.dim reads.
 static std::optional<int64_t> staticExtent(Value v) {
   if (std::optional<int64_t> c = getConstantIntValue(v))
@@ -359,11 +366,9 @@ void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g) {
                                                                                     arith::MulFOp::create(p, l, a, w))
                                                                  .getResult());
                                 });
-  Value sum = dot.getResult(0);
-  for (int32_t offset = kWarp / 2; offset > 0; offset /= 2) {
-    auto other = gpu::ShuffleOp::create(t, loc, sum, offset, int32_t(kWarp), gpu::ShuffleMode::XOR);
-    sum = arith::AddFOp::create(t, loc, sum, other.getShuffleResult());
-  }
+  Value sum = warpAllReduce(t, loc, dot.getResult(0), [&](OpBuilder &o, Value x, Value y) {
+    return arith::AddFOp::create(o, loc, x, y).getResult();
+  });
   if (split == 1) {
     auto write = scf::IfOp::create(t, loc, TypeRange{}, arith::CmpIOp::create(t, loc, arith::CmpIPredicate::eq, lane, ci(0)),
                                    false);

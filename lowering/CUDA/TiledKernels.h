@@ -56,6 +56,12 @@ void clearBody(Block &body);
 /// dynamic) and `element`: a bufferized helper argument or result.
 bool isIdentityBuffer(Type type, ArrayRef<int64_t> shape, Type element);
 
+/// `v` combined over the 32 lanes of a warp, every lane getting the result:
+/// xor shuffles at offsets 16, 8, 4, 2, 1, each step combine(mine, theirs).
+/// The same tree for every call, so an order-dependent combination (a float
+/// sum) is still one order for any launch shape.
+Value warpAllReduce(OpBuilder &b, Location loc, Value v, function_ref<Value(OpBuilder &, Value, Value)> combine);
+
 /// "f32", "tf32", "3xtf32".
 std::optional<TileMath> parseTileMath(llvm::StringRef name);
 /// A pass's `math` option, or an error on `op` naming the pass and the value.
