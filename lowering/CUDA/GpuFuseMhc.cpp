@@ -81,13 +81,34 @@ bool hasSiteSignature(FunctionType type, const Site &s) {
   return true;
 }
 
+/// The per-token arithmetic both coefficient kernels share, the linalg's in
+/// its order: rms = sqrt(sumsq / (n width) + norm_eps); logit m = mix[m] /
+/// rms * scale[min(m div n, 2)] + base[m]; pre = sigmoid + eps; post = 2
+/// sigmoid.
+Value streamsRms(OpBuilder &b, Location loc, const Site &s, Value sumsq) {
+  Value count = arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(float(s.n * s.width)));
+  Value mean = arith::DivFOp::create(b, loc, sumsq, count);
+  return math::SqrtOp::create(b, loc, arith::AddFOp::create(b, loc, mean, arith::ConstantOp::create(b, loc, s.normEps)));
+}
+Value siteLogit(OpBuilder &b, Location loc, Value mix, Value rms, Value scale, Value base) {
+  return arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, arith::DivFOp::create(b, loc, mix, rms), scale),
+                               base);
+}
+Value preOf(OpBuilder &b, Location loc, Value logit, Value eps) {
+  return arith::AddFOp::create(b, loc, lowering::sigmoid(b, loc, logit), eps);
+}
+Value postOf(OpBuilder &b, Location loc, Value logit) {
+  Value two = arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(2.0f));
+  return arith::MulFOp::create(b, loc, two, lowering::sigmoid(b, loc, logit));
+}
+
 struct GpuFuseMhcPass : impl::GpuFuseMhcBase<GpuFuseMhcPass> {
   /// The coefficients from the pass's partial sums, a thread per token: the
   /// partials added in split order, the logits, sigmoids, the row softmax
   /// and every Sinkhorn round in registers.
   void coefficientsByThread(OpBuilder &b, Location loc, const Site &s, Value tokens, Value partials, Value scale,
                             Value base, Value pre, Value postOut, Value combOut) {
-    int64_t n = s.n, width = s.width, mix = s.mix(), values = mix + 1;
+    int64_t n = s.n, mix = s.mix(), values = mix + 1;
     int64_t splits = llvm::cast<MemRefType>(partials.getType()).getDimSize(1);
     auto idx = [&](OpBuilder &o, int64_t v) { return arith::ConstantIndexOp::create(o, loc, v).getResult(); };
     auto f32 = [&](OpBuilder &o, double v) {
@@ -115,21 +136,17 @@ struct GpuFuseMhcPass : impl::GpuFuseMhcBase<GpuFuseMhcPass> {
                 o, l, acc[v], memref::LoadOp::create(o, l, partials, ValueRange{t, split, idx(o, v)})));
           scf::YieldOp::create(o, l, out);
         });
-    // logits[m] = mix[m] / sqrt(sumsq / (n width) + norm_eps) * scale[min(m div n, 2)] + base[m]
-    Value mean = arith::DivFOp::create(w, loc, summed.getResult(mix), f32(w, double(n * width)));
-    Value rms = math::SqrtOp::create(w, loc, arith::AddFOp::create(w, loc, mean, arith::ConstantOp::create(w, loc, s.normEps)));
+    Value rms = streamsRms(w, loc, s, summed.getResult(mix));
     SmallVector<Value> logits;
     for (int64_t m = 0; m < mix; ++m) {
       Value sc = memref::LoadOp::create(w, loc, scale, ValueRange{idx(w, std::min<int64_t>(m / n, 2))});
-      Value v = arith::MulFOp::create(w, loc, arith::DivFOp::create(w, loc, summed.getResult(m), rms), sc);
-      logits.push_back(arith::AddFOp::create(w, loc, v, memref::LoadOp::create(w, loc, base, ValueRange{idx(w, m)})));
+      Value bias = memref::LoadOp::create(w, loc, base, ValueRange{idx(w, m)});
+      logits.push_back(siteLogit(w, loc, summed.getResult(m), rms, sc, bias));
     }
     Value eps = arith::ConstantOp::create(w, loc, s.eps);
     for (int64_t i = 0; i < n; ++i) {
-      memref::StoreOp::create(w, loc, arith::AddFOp::create(w, loc, lowering::sigmoid(w, loc, logits[i]), eps), pre,
-                              ValueRange{t, idx(w, i)});
-      memref::StoreOp::create(w, loc, arith::MulFOp::create(w, loc, f32(w, 2), lowering::sigmoid(w, loc, logits[n + i])), postOut,
-                              ValueRange{t, idx(w, i)});
+      memref::StoreOp::create(w, loc, preOf(w, loc, logits[i], eps), pre, ValueRange{t, idx(w, i)});
+      memref::StoreOp::create(w, loc, postOf(w, loc, logits[n + i]), postOut, ValueRange{t, idx(w, i)});
     }
     // The row softmax (max-subtracted) + eps, a column normalisation, then
     // the remaining rounds.
@@ -163,7 +180,7 @@ struct GpuFuseMhcPass : impl::GpuFuseMhcBase<GpuFuseMhcPass> {
   /// thread's n*n cells in sequence.
   void coefficientsByWarp(OpBuilder &b, Location loc, const Site &s, Value tokens, Value partials, Value scale,
                           Value base, Value pre, Value postOut, Value combOut) {
-    int64_t n = s.n, width = s.width, mix = s.mix();
+    int64_t n = s.n, mix = s.mix();
     int64_t splits = llvm::cast<MemRefType>(partials.getType()).getDimSize(1);
     constexpr int64_t kTokensPerBlock = kTokenThreads / kWarp;
     auto idx = [&](OpBuilder &o, int64_t v) { return arith::ConstantIndexOp::create(o, loc, v).getResult(); };
@@ -195,23 +212,20 @@ struct GpuFuseMhcPass : impl::GpuFuseMhcBase<GpuFuseMhcPass> {
                                      });
     Value sum = summed.getResult(0);
     Value sumsq = laneValue(w, loc, sum, idx(w, mix));
-    // logits[m] = mix[m] / sqrt(sumsq / (n width) + norm_eps) * scale[min(m div n, 2)] + base[m]
-    Value mean = arith::DivFOp::create(w, loc, sumsq, f32(w, double(n * width)));
-    Value rms = math::SqrtOp::create(w, loc, arith::AddFOp::create(w, loc, mean, arith::ConstantOp::create(w, loc, s.normEps)));
+    Value rms = streamsRms(w, loc, s, sumsq);
     Value m = minIdx(w, lane, mix - 1);
     Value sc = memref::LoadOp::create(w, loc, scale, ValueRange{minIdx(w, arith::DivUIOp::create(w, loc, m, idx(w, n)), 2)});
-    Value logit = arith::AddFOp::create(w, loc, arith::MulFOp::create(w, loc, arith::DivFOp::create(w, loc, sum, rms), sc),
-                                        memref::LoadOp::create(w, loc, base, ValueRange{m}));
+    Value bias = memref::LoadOp::create(w, loc, base, ValueRange{m});
+    Value logit = siteLogit(w, loc, sum, rms, sc, bias);
     Value eps = arith::ConstantOp::create(w, loc, s.eps);
     auto isPre = scf::IfOp::create(w, loc, TypeRange{}, ult(w, lane, idx(w, n)), true);
     {
       OpBuilder o = isPre.getThenBodyBuilder();
-      memref::StoreOp::create(o, loc, arith::AddFOp::create(o, loc, lowering::sigmoid(o, loc, logit), eps), pre,
-                              ValueRange{t, lane});
+      memref::StoreOp::create(o, loc, preOf(o, loc, logit, eps), pre, ValueRange{t, lane});
       OpBuilder e = isPre.getElseBodyBuilder();
       auto isPost = scf::IfOp::create(e, loc, TypeRange{}, ult(e, lane, idx(e, 2 * n)), false);
       OpBuilder p = isPost.getThenBodyBuilder();
-      memref::StoreOp::create(p, loc, arith::MulFOp::create(p, loc, f32(p, 2), lowering::sigmoid(p, loc, logit)), postOut,
+      memref::StoreOp::create(p, loc, postOf(p, loc, logit), postOut,
                               ValueRange{t, arith::SubIOp::create(p, loc, lane, idx(p, n))});
     }
     // Lane c: cell c = logit 2n + c; the row softmax (max-subtracted) + eps,
@@ -343,10 +357,9 @@ struct GpuFuseMhcPass : impl::GpuFuseMhcBase<GpuFuseMhcPass> {
       SmallVector<Value> reduced;
       for (int64_t v = 0; v < values; ++v) {
         Value x = live.getResult(v);
-        for (int32_t offset = kWarp / 2; offset > 0; offset /= 2)
-          x = arith::AddFOp::create(
-              k, loc, x, gpu::ShuffleOp::create(k, loc, x, offset, int32_t(kWarp), gpu::ShuffleMode::XOR).getShuffleResult());
-        reduced.push_back(x);
+        reduced.push_back(warpAllReduce(k, loc, x, [&](OpBuilder &o, Value mine, Value theirs) {
+          return arith::AddFOp::create(o, loc, mine, theirs).getResult();
+        }));
       }
       auto first = scf::IfOp::create(k, loc, TypeRange{}, isLane0, false);
       {
