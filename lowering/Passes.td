@@ -17,6 +17,15 @@ def DsfToLinalg : Pass<"dsf-to-linalg", "::mlir::ModuleOp"> {
     Every dsf op is lowered (see lowering/README.md); an op in a form the
     lowering does not handle fails to legalize with a diagnostic naming it.
 
+    Weights declared bf16 are bound as bf16 (`weight-storage=declared`, the
+    default; other floats as f32): the products, the
+    embedding, the norms and the experts read the stored elements and widen
+    each to f32 as they read it (arith.extf, exact), so a bf16 checkpoint's
+    weights take half the bytes in memory and per token; the few consumers
+    that read a small weight whole (biases, mHC's tensors, sinks) get it
+    widened once. `weight-storage=f32` binds every float weight as f32 (the
+    anchor of bench/gpu_weight_storage.py). Integer tables stay i32.
+
     The indexer's top-k is exact either way: below `topk-threshold-from`
     entries each candidate is ranked against every other (O(entries^2) a
     token, few kernels), from there by a threshold search (the k-th largest
@@ -25,7 +34,10 @@ def DsfToLinalg : Pass<"dsf-to-linalg", "::mlir::ModuleOp"> {
     a pass, about 60 passes). Both give the same selection, bit for bit.
   }];
   let options = [Option<"topkThresholdFrom", "topk-threshold-from", "int64_t", "256",
-                        "Entries from which the top-k is a threshold search (0: always)">];
+                        "Entries from which the top-k is a threshold search (0: always)">,
+                 Option<"weightStorage", "weight-storage", "std::string", "\"declared\"",
+                        "How weights are bound: 'declared' (a bf16 weight stays bf16, widened "
+                        "to f32 as the products read it) or 'f32' (every float weight f32)">];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
                            "::mlir::func::FuncDialect", "::mlir::scf::SCFDialect"];

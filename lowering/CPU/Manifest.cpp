@@ -15,7 +15,9 @@ std::string dtypeOf(Type element) {
     return "i1";
   if (element.isInteger(32))
     return "i32";
-  return "f32";   // every float is bound as f32 on the CPU
+  if (element.isBF16())
+    return "bf16";
+  return "f32";
 }
 
 std::string printed(Attribute a) {
@@ -151,7 +153,7 @@ LogicalResult mlir::dsf::describeEntryPoints(ModuleOp module, const ModelFacts &
     e.outputs.push_back(spec("logits", type.getResult(0)));
     for (unsigned i = 0; i < state.size(); ++i)
       e.outputs.push_back(spec(state[i], type.getResult(1 + i)));
-    for (Attribute a : bound) {
+    for (auto [i, a] : llvm::enumerate(bound)) {
       auto name = llvm::cast<FlatSymbolRefAttr>(a).getValue();
       auto it = facts.weights.find(name);
       if (it == facts.weights.end()) {
@@ -159,6 +161,15 @@ LogicalResult mlir::dsf::describeEntryPoints(ModuleOp module, const ModelFacts &
         return failure();
       }
       e.weights.push_back(it->second);
+      // The element the lowering bound it in (dsf-to-linalg's weight-storage),
+      // which is what the runtime must hand over.
+      Type element = llvm::cast<RankedTensorType>(type.getInput(numInputs + stateInputs + i)).getElementType();
+      if (!element.isF32() && !element.isBF16() && !element.isInteger(32)) {
+        error = "entry point '" + e.name + "' binds weight '" + name.str() + "' as " + printed(TypeAttr::get(element)) +
+                ", which the runtime cannot hand over (f32, bf16 or i32)";
+        return failure();
+      }
+      e.weights.back().dtype = dtypeOf(element);
     }
     entries.push_back(std::move(e));
   }

@@ -57,8 +57,8 @@ FailureOr<ExpertMatmul> match(linalg::GenericOp g, StringRef kind) {
       m.weight = load.getMemRef();
   });
   auto weightType = m.weight ? llvm::dyn_cast<MemRefType>(m.weight.getType()) : MemRefType();
-  if (!weightType || weightType.getRank() != 3 || !weightType.getElementType().isF32())
-    return g.emitOpError("dsf.experts: the body must read a [experts, out, in] f32 weight"), failure();
+  if (!weightType || weightType.getRank() != 3 || !isWidenableFloat(weightType.getElementType()))
+    return g.emitOpError("dsf.experts: the body must read a [experts, out, in] float weight"), failure();
   unsigned inputRank = m.down ? 3 : 2, outputRank = m.down ? 2 : 3;
   if (llvm::cast<MemRefType>(m.input.getType()).getRank() != inputRank ||
       llvm::cast<MemRefType>(m.output.getType()).getRank() != outputRank)
@@ -193,7 +193,7 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
         return loadInput(o, tok, s, d);
       };
       gemm.loadW = [&, expert](OpBuilder &o, Location l, Value col, Value d) {
-        return memref::LoadOp::create(o, l, m.weight, ValueRange{*expert, col, d}).getResult();
+        return loadWidened(o, l, m.weight, ValueRange{*expert, col, d});
       };
       gemm.store = [&](OpBuilder &o, Location l, Value r, Value col, Value sum) {
         auto [tok, s] = tokenSlot(o, toIndex(o, memref::LoadOp::create(o, l, perm, ValueRange{r})));
@@ -217,7 +217,7 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
       gemv.loadW = [&](OpBuilder &o, Location l, Value r, Value col, Value d) {
         auto [tok, s] = tokenSlot(o, r);
         Value ex = toIndex(o, memref::LoadOp::create(o, l, m.experts, ValueRange{tok, s}));
-        return memref::LoadOp::create(o, l, m.weight, ValueRange{ex, col, d}).getResult();
+        return loadWidened(o, l, m.weight, ValueRange{ex, col, d});
       };
       gemv.store = [&](OpBuilder &o, Location, Value r, Value col, Value sum) {
         auto [tok, s] = tokenSlot(o, r);

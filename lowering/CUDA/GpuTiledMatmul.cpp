@@ -15,20 +15,30 @@ namespace mlir::dsf {
 #include "lowering/Passes.h.inc"
 
 namespace {
-/// f32 operands and a body of out + a * w.
+/// f32 operands (the weight f32 or stored narrower) and a body of
+/// out + a * w, w widened to f32 first when it is stored narrower.
 bool hasMultiplyAddBody(linalg::GenericOp g) {
-  for (Value v : g->getOperands())
-    if (!llvm::cast<MemRefType>(v.getType()).getElementType().isF32())
+  for (Value v : g->getOperands()) {
+    Type element = llvm::cast<MemRefType>(v.getType()).getElementType();
+    if (!(v == g.getDpsInputs()[1] ? isWidenableFloat(element) : element.isF32()))
       return false;
+  }
   Block &body = g.getRegion().front();
-  if (body.getOperations().size() != 3)
+  Value a = body.getArgument(0), w = body.getArgument(1), c = body.getArgument(2);
+  auto op = body.begin();
+  if (!w.getType().isF32()) {
+    auto widen = dyn_cast<arith::ExtFOp>(*op++);
+    if (!widen || widen.getIn() != w)
+      return false;
+    w = widen.getResult();
+  }
+  if (std::distance(op, body.end()) != 3)
     return false;
-  auto mul = dyn_cast<arith::MulFOp>(body.front());
-  auto add = dyn_cast<arith::AddFOp>(*std::next(body.begin()));
+  auto mul = dyn_cast<arith::MulFOp>(*op);
+  auto add = dyn_cast<arith::AddFOp>(*std::next(op));
   auto yield = dyn_cast<linalg::YieldOp>(body.back());
   if (!mul || !add || !yield || yield.getNumOperands() != 1 || yield.getOperand(0) != add.getResult())
     return false;
-  Value a = body.getArgument(0), w = body.getArgument(1), c = body.getArgument(2);
   bool mulOk = (mul.getLhs() == a && mul.getRhs() == w) || (mul.getLhs() == w && mul.getRhs() == a);
   bool addOk = (add.getLhs() == c && add.getRhs() == mul.getResult()) ||
                (add.getLhs() == mul.getResult() && add.getRhs() == c);
@@ -93,8 +103,7 @@ void rewriteProduct(linalg::GenericOp g, bool grouped, int64_t minRows, bool bat
     return memref::LoadOp::create(o, l, A, at(r, d)).getResult();
   };
   p.loadW = [W, grouped, group](OpBuilder &o, Location l, Value col, Value d) {
-    return memref::LoadOp::create(o, l, W, grouped ? SmallVector<Value>{*group, col, d} : SmallVector<Value>{col, d})
-        .getResult();
+    return loadWidened(o, l, W, grouped ? SmallVector<Value>{*group, col, d} : SmallVector<Value>{col, d});
   };
   p.store = [C, at](OpBuilder &o, Location l, Value r, Value col, Value sum) {
     Value old = memref::LoadOp::create(o, l, C, at(r, col));

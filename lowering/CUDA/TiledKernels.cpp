@@ -262,6 +262,13 @@ void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
   gpu::TerminatorOp::create(end, loc);
 }
 
+Value loadWidened(OpBuilder &b, Location loc, Value memref, ValueRange indices) {
+  Value v = memref::LoadOp::create(b, loc, memref, indices);
+  return v.getType().isF32() ? v : arith::ExtFOp::create(b, loc, b.getF32Type(), v).getResult();
+}
+
+bool isWidenableFloat(Type element) { return llvm::isa<FloatType>(element) && element.getIntOrFloatBitWidth() <= 32; }
+
 Value warpAllReduce(OpBuilder &b, Location loc, Value v, function_ref<Value(OpBuilder &, Value, Value)> combine) {
   constexpr int32_t kWarp = 32;
   for (int32_t offset = kWarp / 2; offset > 0; offset /= 2)

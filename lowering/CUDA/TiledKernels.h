@@ -62,6 +62,13 @@ bool isIdentityBuffer(Type type, ArrayRef<int64_t> shape, Type element);
 /// sum) is still one order for any launch shape.
 Value warpAllReduce(OpBuilder &b, Location loc, Value v, function_ref<Value(OpBuilder &, Value, Value)> combine);
 
+/// memref[indices] in f32: an element stored narrower (a bf16 weight) is
+/// extended as it is loaded, so the kernel reads the stored bytes.
+Value loadWidened(OpBuilder &b, Location loc, Value memref, ValueRange indices);
+/// Whether a weight buffer's elements are f32 or a float the kernels widen
+/// as they load it (bf16, f16).
+bool isWidenableFloat(Type element);
+
 /// "f32", "tf32", "3xtf32".
 std::optional<TileMath> parseTileMath(llvm::StringRef name);
 /// A pass's `math` option, or an error on `op` naming the pass and the value.

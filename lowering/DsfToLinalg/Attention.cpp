@@ -148,9 +148,9 @@ struct CompressLowering : DsfPattern<CompressOp> {
     CompressorKind kind = op.getKind();
     int64_t ratio = op.getRatio();
     double eps = op.getEps().convertToDouble();
-    Value norm = weight(op, op.getNormAttr());
+    Value norm = storedWeight(op, op.getNormAttr());
     if (kind == CompressorKind::project) {
-      b.replaceOp(op, rmsNormRows(b, loc, rowsTimesTransposed(b, loc, x, weight(op, op.getWkvAttr())), norm, eps));
+      b.replaceOp(op, rmsNormRows(b, loc, rowsTimesTransposed(b, loc, x, storedWeight(op, op.getWkvAttr())), norm, eps));
       return success();
     }
     bool overlap = kind == CompressorKind::overlap;
@@ -162,9 +162,9 @@ struct CompressLowering : DsfPattern<CompressOp> {
             b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, dim0(b, loc, carry), r), one, zero);
       x = concatRows(b, loc, carry, x);
     }
-    Value ck = rowsTimesTransposed(b, loc, x, weight(op, op.getWkvAttr()));
-    Value z = rowsTimesTransposed(b, loc, x, weight(op, op.getWgateAttr()));
-    Value ape = op.getApeAttr() ? weight(op, op.getApeAttr()) : Value();
+    Value ck = rowsTimesTransposed(b, loc, x, storedWeight(op, op.getWkvAttr()));
+    Value z = rowsTimesTransposed(b, loc, x, storedWeight(op, op.getWgateAttr()));
+    Value ape = op.getApeAttr() ? storedWeight(op, op.getApeAttr()) : Value();
     Value groups = arith::DivUIOp::create(b, loc, dim0(b, loc, x), r);
     Value entries = arith::SubIOp::create(b, loc, groups, firstGroup);
     auto latentType = RankedTensorType::get({ShapedType::kDynamic, tensorType(op.getResult()).getDimSize(1)},
@@ -191,7 +191,8 @@ struct CompressLowering : DsfPattern<CompressOp> {
       }
       Value gate = tensor::ExtractOp::create(nb, l, z, ValueRange{row, col});
       if (ape)
-        gate = arith::AddFOp::create(nb, l, gate, tensor::ExtractOp::create(nb, l, ape, ValueRange{apeRow, col}));
+        gate = arith::AddFOp::create(
+            nb, l, gate, widenToF32(nb, l, tensor::ExtractOp::create(nb, l, ape, ValueRange{apeRow, col}).getResult()));
       Value value = tensor::ExtractOp::create(nb, l, ck, ValueRange{row, col});
       return std::make_tuple(valid, gate, value);
     };
@@ -889,7 +890,7 @@ struct AttentionLowering : DsfPattern<AttentionOp> {
     Location loc = op.getLoc();
     Value q = adaptor.getQueries(), window = adaptor.getWindow(), cache = adaptor.getCache(),
           selection = adaptor.getSelection();
-    Value sink = weight(op, op.getSinkAttr());
+    Value sink = weight(b, op, op.getSinkAttr());
     int64_t windowSize = llvm::cast<WindowType>(op.getWindow().getType()).getSize();
     double scale = op.getScale().convertToDouble();
     if (cache && !selection) {

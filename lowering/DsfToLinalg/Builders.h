@@ -103,6 +103,14 @@ struct LoweringState {
 
 inline RankedTensorType tensorType(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
 
+/// A float narrower than f32: how a weight may be stored (bf16, f16).
+inline bool isNarrowFloat(Type t) { return llvm::isa<FloatType>(t) && t.getIntOrFloatBitWidth() < 32; }
+
+/// `v` in f32: extended exactly when stored narrower, else itself.
+inline Value widenToF32(OpBuilder &b, Location loc, Value v) {
+  return isNarrowFloat(v.getType()) ? arith::ExtFOp::create(b, loc, b.getF32Type(), v).getResult() : v;
+}
+
 /// An empty tensor of `type` shaped after `like`: a dynamic axis i takes
 /// like's axis i when both have the same rank (e.g. [tokens, entries]),
 /// otherwise like's axis 0 (the token axis).
@@ -157,7 +165,8 @@ inline SmallVector<unsigned> range(unsigned from, unsigned to) {
   return r;
 }
 
-/// y[t, o] = sum_i x[t, i] * w[o, i] for x [?, I] and w [O, I].
+/// y[t, o] = sum_i x[t, i] * w[o, i] for x [?, I] and w [O, I] (w f32, or
+/// stored narrower and widened as each element is read).
 inline Value rowsTimesTransposed(OpBuilder &b, Location loc, Value x, Value w) {
   MLIRContext *ctx = b.getContext();
   auto type = RankedTensorType::get({ShapedType::kDynamic, tensorType(w).getDimSize(0)}, b.getF32Type());
@@ -165,7 +174,7 @@ inline Value rowsTimesTransposed(OpBuilder &b, Location loc, Value x, Value w) {
              b, loc, TypeRange{type}, ValueRange{x, w}, ValueRange{zeros(b, loc, type, x)},
              ArrayRef<AffineMap>{pick(ctx, 3, {0, 2}), pick(ctx, 3, {1, 2}), pick(ctx, 3, {0, 1})}, iterators(2, 1),
              [&](OpBuilder &nb, Location l, ValueRange a) {
-               Value p = arith::MulFOp::create(nb, l, a[0], a[1]);
+               Value p = arith::MulFOp::create(nb, l, a[0], widenToF32(nb, l, a[1]));
                linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], p).getResult());
              })
       .getResult(0);
@@ -202,10 +211,24 @@ template <typename OpTy>
 struct DsfPattern : OpConversionPattern<OpTy> {
   DsfPattern(const TypeConverter &types, MLIRContext *ctx, LoweringState &state)
       : OpConversionPattern<OpTy>(types, ctx), state(state) {}
-  Value weight(Operation *op, FlatSymbolRefAttr sym) const {
+  /// The weight as bound: f32, or the narrower float it is stored in
+  /// (bf16), for a body that widens each element it reads (widenToF32), so
+  /// the kernels read the stored bytes.
+  Value storedWeight(Operation *op, FlatSymbolRefAttr sym) const {
     auto &map = state.weights[op->getParentOfType<func::FuncOp>()];
     auto it = map.find(sym.getValue());
     return it == map.end() ? Value() : it->second;
+  }
+  /// The weight in f32 (i32 tables as they are): a weight stored narrower is
+  /// widened whole here, for the consumers that read few of its bytes
+  /// (biases, mHC's small tensors, the attention sinks).
+  Value weight(OpBuilder &b, Operation *op, FlatSymbolRefAttr sym) const {
+    Value w = storedWeight(op, sym);
+    if (!w || !isNarrowFloat(tensorType(w).getElementType()))
+      return w;
+    return elementwise(
+        b, op->getLoc(), ValueRange{w},
+        [](OpBuilder &nb, Location l, ValueRange a) { return widenToF32(nb, l, a[0]); }, b.getF32Type());
   }
   LoweringState &state;
 };

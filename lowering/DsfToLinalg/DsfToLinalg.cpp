@@ -57,7 +57,7 @@ Value lowering::rmsNormRows(OpBuilder &b, Location loc, Value x, Value w, double
           Value plus = arith::AddFOp::create(nb, l, mean, arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(float(eps))));
           Value y = arith::MulFOp::create(nb, l, a[0], math::RsqrtOp::create(nb, l, plus));
           if (w)
-            y = arith::MulFOp::create(nb, l, y, a[2]);
+            y = arith::MulFOp::create(nb, l, y, widenToF32(nb, l, a[2]));
           linalg::YieldOp::create(nb, l, y);
         });
   return out.getResult(0);
@@ -70,7 +70,7 @@ struct EmbedLowering : DsfPattern<EmbedOp> {
   using DsfPattern::DsfPattern;
   LogicalResult matchAndRewrite(EmbedOp op, OpAdaptor adaptor, ConversionPatternRewriter &b) const override {
     Location loc = op.getLoc();
-    Value table = weight(op, op.getWeightAttr());
+    Value table = storedWeight(op, op.getWeightAttr());
     auto type = llvm::cast<RankedTensorType>(op.getType());
     MLIRContext *ctx = b.getContext();
     auto generic = linalg::GenericOp::create(
@@ -79,7 +79,8 @@ struct EmbedLowering : DsfPattern<EmbedOp> {
         [&](OpBuilder &nb, Location l, ValueRange args) {
           Value row = arith::IndexCastOp::create(nb, l, nb.getIndexType(), args[0]);
           Value col = linalg::IndexOp::create(nb, l, 1);
-          linalg::YieldOp::create(nb, l, tensor::ExtractOp::create(nb, l, table, ValueRange{row, col}).getResult());
+          linalg::YieldOp::create(
+              nb, l, widenToF32(nb, l, tensor::ExtractOp::create(nb, l, table, ValueRange{row, col}).getResult()));
         });
     b.replaceOp(op, generic.getResults());
     return success();
@@ -89,7 +90,7 @@ struct EmbedLowering : DsfPattern<EmbedOp> {
 struct RmsNormLowering : DsfPattern<RmsNormOp> {
   using DsfPattern::DsfPattern;
   LogicalResult matchAndRewrite(RmsNormOp op, OpAdaptor adaptor, ConversionPatternRewriter &b) const override {
-    Value w = op.getWeightAttr() ? weight(op, op.getWeightAttr()) : Value();
+    Value w = op.getWeightAttr() ? storedWeight(op, op.getWeightAttr()) : Value();
     b.replaceOp(op, rmsNormRows(b, op.getLoc(), adaptor.getInput(), w, op.getEps().convertToDouble()));
     return success();
   }
@@ -108,7 +109,7 @@ struct LinearLowering : DsfPattern<LinearOp> {
       x = tensor::CollapseShapeOp::create(b, loc, x, re);
     }
     auto resultType = llvm::cast<RankedTensorType>(op.getType());
-    Value y = rowsTimesTransposed(b, loc, x, weight(op, op.getWeightAttr()));
+    Value y = rowsTimesTransposed(b, loc, x, storedWeight(op, op.getWeightAttr()));
     if (resultType.getRank() > 2) {
       SmallVector<ReassociationIndices> re{{0}, {}};
       SmallVector<OpFoldResult> shape{tensor::DimOp::create(b, loc, y, 0).getResult()};
@@ -323,11 +324,11 @@ struct FfnLowering : DsfPattern<FfnOp> {
     Location loc = op.getLoc();
     Value x = adaptor.getInput();
     double limit = op.getSwigluLimit().convertToDouble();
-    Value g = rowsTimesTransposed(b, loc, x, weight(op, op.getW1Attr()));
-    Value u = rowsTimesTransposed(b, loc, x, weight(op, op.getW3Attr()));
+    Value g = rowsTimesTransposed(b, loc, x, storedWeight(op, op.getW1Attr()));
+    Value u = rowsTimesTransposed(b, loc, x, storedWeight(op, op.getW3Attr()));
     Value h = elementwise(b, loc, ValueRange{g, u},
                           [&](OpBuilder &nb, Location l, ValueRange a) { return clampedSwiglu(nb, l, a[0], a[1], limit); });
-    b.replaceOp(op, rowsTimesTransposed(b, loc, h, weight(op, op.getW2Attr())));
+    b.replaceOp(op, rowsTimesTransposed(b, loc, h, storedWeight(op, op.getW2Attr())));
     return success();
   }
 };
@@ -341,7 +342,7 @@ struct MoeExpertsLowering : DsfPattern<MoeExpertsOp> {
     Location loc = op.getLoc();
     MLIRContext *ctx = b.getContext();
     Value x = adaptor.getInput(), routing = adaptor.getRoutingWeights(), experts = adaptor.getExperts();
-    Value w1 = weight(op, op.getW1Attr()), w2 = weight(op, op.getW2Attr()), w3 = weight(op, op.getW3Attr());
+    Value w1 = storedWeight(op, op.getW1Attr()), w2 = storedWeight(op, op.getW2Attr()), w3 = storedWeight(op, op.getW3Attr());
     int64_t topK = tensorType(routing).getDimSize(1), inter = tensorType(w1).getDimSize(1);
     double limit = op.getSwigluLimit().convertToDouble();
     auto hType = RankedTensorType::get({ShapedType::kDynamic, topK, inter}, b.getF32Type());
@@ -353,8 +354,9 @@ struct MoeExpertsLowering : DsfPattern<MoeExpertsOp> {
                  iterators(3, 1),
                  [&](OpBuilder &nb, Location l, ValueRange a) {
                    Value e = arith::IndexCastOp::create(nb, l, nb.getIndexType(), a[0]);
-                   Value w = tensor::ExtractOp::create(
-                       nb, l, stacked, ValueRange{e, linalg::IndexOp::create(nb, l, 2), linalg::IndexOp::create(nb, l, 3)});
+                   Value w = widenToF32(nb, l, tensor::ExtractOp::create(nb, l, stacked,
+                                                                         ValueRange{e, linalg::IndexOp::create(nb, l, 2),
+                                                                                    linalg::IndexOp::create(nb, l, 3)}));
                    Value p = arith::MulFOp::create(nb, l, w, a[1]);
                    linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], p).getResult());
                  })
@@ -377,8 +379,9 @@ struct MoeExpertsLowering : DsfPattern<MoeExpertsOp> {
         ArrayRef<AffineMap>{pick(ctx, 4, {0, 2}), pick(ctx, 4, {0, 2, 3}), pick(ctx, 4, {0, 1})}, iterators(2, 2),
         [&](OpBuilder &nb, Location l, ValueRange a) {
           Value e = arith::IndexCastOp::create(nb, l, nb.getIndexType(), a[0]);
-          Value w = tensor::ExtractOp::create(
-              nb, l, w2, ValueRange{e, linalg::IndexOp::create(nb, l, 1), linalg::IndexOp::create(nb, l, 3)});
+          Value w = widenToF32(nb, l, tensor::ExtractOp::create(nb, l, w2,
+                                                                ValueRange{e, linalg::IndexOp::create(nb, l, 1),
+                                                                           linalg::IndexOp::create(nb, l, 3)}));
           Value p = arith::MulFOp::create(nb, l, w, a[1]);
           linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], p).getResult());
         });
@@ -561,8 +564,8 @@ struct HcCoeffsLowering : DsfPattern<HcCoeffsOp> {
   LogicalResult matchAndRewrite(HcCoeffsOp op, OpAdaptor adaptor, ConversionPatternRewriter &b) const override {
     HcSiteSpec spec = hcSiteSpec(adaptor.getStreams(), op.getSinkhornIters(), op.getEps(), op.getNormEps(), false,
                                  false);
-    SmallVector<Value> args{adaptor.getStreams(), weight(op, op.getFnAttr()), weight(op, op.getBaseAttr()),
-                            weight(op, op.getScaleAttr())};
+    SmallVector<Value> args{adaptor.getStreams(), weight(b, op, op.getFnAttr()), weight(b, op, op.getBaseAttr()),
+                            weight(b, op, op.getScaleAttr())};
     b.replaceOp(op, callHcSite(b, op.getLoc(), spec, args, state));
     return success();
   }
@@ -580,7 +583,7 @@ struct HcFusedUpdateLowering : DsfPattern<HcFusedUpdateOp> {
     SmallVector<Value> args{adaptor.getStreams(), adaptor.getBlockOutput(), adaptor.getPost(), adaptor.getComb()};
     if (collapsePre)
       args.push_back(collapsePre);
-    args.append({weight(op, op.getFnAttr()), weight(op, op.getBaseAttr()), weight(op, op.getScaleAttr())});
+    args.append({weight(b, op, op.getFnAttr()), weight(b, op, op.getBaseAttr()), weight(b, op, op.getScaleAttr())});
     b.replaceOp(op, callHcSite(b, op.getLoc(), spec, args, state));
     return success();
   }
@@ -593,8 +596,8 @@ struct HcHeadLowering : DsfPattern<HcHeadOp> {
     Location loc = op.getLoc();
     Value X = adaptor.getStreams();
     double eps = op.getEps().convertToDouble();
-    Value logits = hcLogits(b, loc, X, weight(op, op.getFnAttr()), weight(op, op.getBaseAttr()),
-                            weight(op, op.getScaleAttr()), op.getNormEps().convertToDouble());
+    Value logits = hcLogits(b, loc, X, weight(b, op, op.getFnAttr()), weight(b, op, op.getBaseAttr()),
+                            weight(b, op, op.getScaleAttr()), op.getNormEps().convertToDouble());
     Value pre = elementwise(b, loc, ValueRange{logits}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
       return arith::AddFOp::create(nb, l, sigmoid(nb, l, a[0]), f32Const(nb, l, eps));
     });
@@ -608,7 +611,7 @@ struct GroupedLinearLowering : DsfPattern<GroupedLinearOp> {
   LogicalResult matchAndRewrite(GroupedLinearOp op, OpAdaptor adaptor, ConversionPatternRewriter &b) const override {
     Location loc = op.getLoc();
     MLIRContext *ctx = b.getContext();
-    Value x = adaptor.getInput(), w = weight(op, op.getWeightAttr());
+    Value x = adaptor.getInput(), w = storedWeight(op, op.getWeightAttr());
     auto xType = tensorType(x);
     int64_t groups = op.getGroups(), channels = xType.getDimSize(1) * xType.getDimSize(2) / groups;
     int64_t rank = tensorType(w).getDimSize(0) / groups;
@@ -618,14 +621,15 @@ struct GroupedLinearLowering : DsfPattern<GroupedLinearOp> {
     Value xg = tensor::ExpandShapeOp::create(
         b, loc, grouped, flat, ArrayRef<ReassociationIndices>{{0}, {1, 2}},
         ArrayRef<OpFoldResult>{tensor::DimOp::create(b, loc, x, 0).getResult(), b.getIndexAttr(groups), b.getIndexAttr(channels)});
-    Value wg = tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get({groups, rank, channels}, b.getF32Type()), w,
+    Value wg = tensor::ExpandShapeOp::create(b, loc,
+                                             RankedTensorType::get({groups, rank, channels}, tensorType(w).getElementType()), w,
                                              ArrayRef<ReassociationIndices>{{0, 1}, {2}});
     auto type = llvm::cast<RankedTensorType>(op.getType());
     auto out = linalg::GenericOp::create(
         b, loc, TypeRange{type}, ValueRange{xg, wg}, ValueRange{zeros(b, loc, type, x)},
         ArrayRef<AffineMap>{pick(ctx, 4, {0, 1, 3}), pick(ctx, 4, {1, 2, 3}), pick(ctx, 4, {0, 1, 2})}, iterators(3, 1),
         [&](OpBuilder &nb, Location l, ValueRange a) {
-          Value p = arith::MulFOp::create(nb, l, a[0], a[1]);
+          Value p = arith::MulFOp::create(nb, l, a[0], widenToF32(nb, l, a[1]));
           linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], p).getResult());
         });
     b.replaceOp(op, out.getResults());
@@ -748,12 +752,12 @@ struct MoeGateLowering : DsfPattern<MoeGateOp> {
     Value x = adaptor.getInput();
     int64_t topK = op.getTopK();
     double routedScale = op.getRoutedScale().convertToDouble();
-    Value logits = rowsTimesTransposed(b, loc, x, weight(op, op.getWeightAttr()));
+    Value logits = rowsTimesTransposed(b, loc, x, storedWeight(op, op.getWeightAttr()));
     if (op.getHashTableAttr()) {
       if (!adaptor.getTokenIds())
         return b.notifyMatchFailure(op, "hash routing needs the token ids");
       auto idxType = RankedTensorType::get({ShapedType::kDynamic, topK}, b.getI32Type());
-      Value table = weight(op, op.getHashTableAttr()), ids = adaptor.getTokenIds();
+      Value table = weight(b, op, op.getHashTableAttr()), ids = adaptor.getTokenIds();
       Value chosen = linalg::GenericOp::create(
                          b, loc, TypeRange{idxType}, ValueRange{ids}, ValueRange{emptyTensor(b, loc, idxType, x)},
                          ArrayRef<AffineMap>{pick(ctx, 2, {0}), pick(ctx, 2, {0, 1})}, iterators(2),
@@ -769,9 +773,9 @@ struct MoeGateLowering : DsfPattern<MoeGateOp> {
                     op.getBiasAttr() && op.getBiasVlAttr() && adaptor.getImageMask()};
     SmallVector<Value> args{logits};
     if (spec.bias)
-      args.push_back(weight(op, op.getBiasAttr()));
+      args.push_back(weight(b, op, op.getBiasAttr()));
     if (spec.imageBias)
-      args.append({weight(op, op.getBiasVlAttr()), adaptor.getImageMask()});
+      args.append({weight(b, op, op.getBiasVlAttr()), adaptor.getImageMask()});
     std::string name = routerName(spec);
     state.routers[name] = spec;
     b.replaceOp(op, func::CallOp::create(b, loc, name, routerResultTypes(ctx, spec), args).getResults());
@@ -807,10 +811,12 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
   }
 
   /// Binds the weights `func` uses (or `extra` names) as constants (a weight
-  /// with a value) or trailing arguments; returns the symbols bound as
+  /// with a value) or trailing arguments, in the element type they are stored
+  /// in (see the pass's weight-storage option); returns the symbols bound as
   /// arguments, in declaration order.
   static FailureOr<SmallVector<StringRef>> bindWeights(func::FuncOp func, ArrayRef<WeightDeclOp> order,
-                                                       const llvm::StringSet<> &extra, WeightValues &weights) {
+                                                       const llvm::StringSet<> &extra, bool keepNarrow,
+                                                       WeightValues &weights) {
     llvm::StringSet<> used = extra;
     func.walk([&](WeightUserOpInterface user) {
       SmallVector<WeightUse> uses;
@@ -826,10 +832,11 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
       if (!used.contains(w.getSymName()))
         continue;
       Type element = w.getTensorType().getElementType();
-      auto type = RankedTensorType::get(w.getTensorType().getShape(),
-                                        element.isInteger(32) ? element : Type(b.getF32Type()));
+      Type stored = element.isInteger(32) || (keepNarrow && element.isBF16()) ? element : Type(b.getF32Type());
+      auto type = RankedTensorType::get(w.getTensorType().getShape(), stored);
       if (auto value = w.getValueAttr()) {
-        if (value.getShapedType() != type) {
+        if (value.getShapedType() != type &&
+            value.getShapedType() != RankedTensorType::get(w.getTensorType().getShape(), b.getF32Type())) {
           w.emitOpError() << "lowering needs the value of @" << w.getSymName() << " as " << type;
           return failure();
         }
@@ -876,6 +883,11 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
     tagLocations(module);
     LoweringState state;
     state.topkThresholdFrom = topkThresholdFrom;
+    if (weightStorage != "declared" && weightStorage != "f32") {
+      module.emitError() << "dsf-to-linalg: weight-storage must be 'declared' or 'f32', not '" << weightStorage << "'";
+      return signalPassFailure();
+    }
+    bool keepNarrow = weightStorage == "declared";
     WeightValues &weights = state.weights;
     for (auto model : llvm::to_vector(module.getBody()->getOps<ModelOp>())) {
       SmallVector<WeightDeclOp> order(model.getBody().front().getOps<WeightDeclOp>());
@@ -884,7 +896,7 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
         llvm::StringMap<SmallVector<StringRef>> layerWeights;
         llvm::StringSet<> passedOn;
         for (func::FuncOp layer : outlineLayers(entry)) {
-          auto bound = bindWeights(layer, order, {}, weights);
+          auto bound = bindWeights(layer, order, {}, keepNarrow, weights);
           if (failed(bound))
             return signalPassFailure();
           for (StringRef w : *bound)
@@ -892,7 +904,7 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
           layerWeights[layer.getSymName()] = *bound;
           moved.push_back(layer);
         }
-        auto bound = bindWeights(entry, order, passedOn, weights);
+        auto bound = bindWeights(entry, order, passedOn, keepNarrow, weights);
         if (failed(bound))
           return signalPassFailure();
         // Each call passes its layer's weights on from the entry's arguments.

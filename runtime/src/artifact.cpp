@@ -77,6 +77,12 @@ struct Reader {
       return true;
     return fail(where + ".dtype", "unknown dtype '" + value + "' (expected f32, i32 or i1)");
   }
+  /// A weight may also be bound as bf16 (dsf-to-linalg's weight-storage).
+  bool weightDtype(const std::string &value, const std::string &where) {
+    if (value == "f32" || value == "bf16" || value == "i32")
+      return true;
+    return fail(where + ".dtype", "unknown weight dtype '" + value + "' (expected f32, bf16 or i32)");
+  }
   bool tensor(const json &j, const std::string &where, TensorSpec &out) {
     if (!j.is_object())
       return fail(where, "expected an object");
@@ -181,7 +187,7 @@ bool manifestFromJson(const std::string &text, Manifest &m, std::string &error) 
       if (!jw.is_object())
         return r.fail(wwhere, "expected an object");
       if (!r.string(jw, "name", wwhere, w.name) || !r.string(jw, "dtype", wwhere, w.dtype) ||
-          !r.dtype(w.dtype, wwhere) || !r.shape(jw, wwhere, w.shape) ||
+          !r.weightDtype(w.dtype, wwhere) || !r.shape(jw, wwhere, w.shape) ||
           !r.string(jw, "expert_names", wwhere, w.expertNames, /*required=*/false))
         return false;
       for (int64_t d : w.shape)

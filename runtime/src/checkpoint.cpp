@@ -197,7 +197,7 @@ bool readWeight(const WeightSource &weights, const WeightSpec &w, std::vector<fl
   int64_t elements = 1;
   for (int64_t d : w.shape)
     elements *= d;
-  bool integral = w.dtype != "f32";
+  bool integral = w.dtype == "i32";
   (integral ? i32.assign(size_t(elements), 0) : f32.assign(size_t(elements), 0.0f));
   auto misshaped = [&](const std::string &name, const std::vector<int64_t> &want, const std::vector<int64_t> &found,
                        const std::string &note) {

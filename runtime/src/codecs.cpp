@@ -102,6 +102,15 @@ float decodeE2M1(uint8_t nibble) {
   return (nibble & 8) ? -v : v;
 }
 
+uint16_t encodeBF16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  if ((bits & 0x7F800000u) == 0x7F800000u && (bits & 0x007FFFFFu))
+    return uint16_t((bits >> 16) | 0x40);
+  bits += 0x7FFFu + ((bits >> 16) & 1);
+  return uint16_t(bits >> 16);
+}
+
 void quantizeRows(const float *x, int64_t rows, int64_t cols, RowFormat f, uint8_t *codes,
                   uint8_t *scales) {
   const int64_t block = blockOf(f), blocks = cols / block;

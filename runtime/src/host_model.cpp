@@ -41,19 +41,33 @@ namespace dsf::rt {
 
 namespace {
 
-/// A weight's values in the layout the kernels read: row-major, f32 or i32.
+/// A weight's values in the layout the kernels read: row-major, f32, bf16
+/// or i32 (the manifest's dtype).
 struct WeightBuffer {
   std::vector<int64_t> shape;
   std::vector<float> f32;
+  std::vector<uint16_t> bf16;
   std::vector<int32_t> i32;
   void *device = nullptr;   // CUDA artifacts: the values in device memory
-  void *data() {
-    if (device)
-      return device;
+  void *host() {
+    if (!bf16.empty())
+      return bf16.data();
     return f32.empty() ? static_cast<void *>(i32.data()) : static_cast<void *>(f32.data());
   }
+  size_t bytes() const { return f32.size() * 4 + bf16.size() * 2 + i32.size() * 4; }
+  void *data() { return device ? device : host(); }
+  /// Rounds the values read as f32 to bf16 (exact for bf16 and the
+  /// released FP8 / FP4 checkpoints).
+  void toBF16() {
+    bf16.resize(f32.size());
+    for (size_t i = 0; i < f32.size(); ++i)
+      bf16[i] = encodeBF16(f32[i]);
+    std::vector<float>().swap(f32);
+  }
   WeightBuffer() = default;
-  WeightBuffer(WeightBuffer &&o) noexcept : shape(std::move(o.shape)), f32(std::move(o.f32)), i32(std::move(o.i32)), device(o.device) {
+  WeightBuffer(WeightBuffer &&o) noexcept
+      : shape(std::move(o.shape)), f32(std::move(o.f32)), bf16(std::move(o.bf16)), i32(std::move(o.i32)),
+        device(o.device) {
     o.device = nullptr;
   }
   ~WeightBuffer() { cuda::deviceFree(device); }
@@ -168,6 +182,8 @@ std::unique_ptr<HostModel> HostModel::load(std::shared_ptr<Artifact> artifact, c
         const WeightSpec &w = *unique[begin + i];
         batch[i].shape = w.shape;
         ok[i] = readWeight(weights, w, batch[i].f32, batch[i].i32, used[i], errors[i]);
+        if (ok[i] && w.dtype == "bf16")
+          batch[i].toBF16();
       });
     for (std::thread &t : workers)
       t.join();
@@ -180,15 +196,15 @@ std::unique_ptr<HostModel> HostModel::load(std::shared_ptr<Artifact> artifact, c
       consumed.insert(used[i].begin(), used[i].end());
       WeightBuffer &buffer = batch[i];
       if (model->cuda_) {
-        size_t bytes = buffer.f32.empty() ? buffer.i32.size() * 4 : buffer.f32.size() * 4;
+        size_t bytes = buffer.bytes();
         buffer.device = cuda::deviceAlloc(bytes);
-        cuda::copyToDevice(buffer.device, buffer.f32.empty() ? static_cast<void *>(buffer.i32.data()) : buffer.f32.data(),
-                           bytes);
+        cuda::copyToDevice(buffer.device, buffer.host(), bytes);
         if (!cuda::synchronize(error)) {
           error = "weight '" + w.name + "': " + error;
           return nullptr;
         }
         std::vector<float>().swap(buffer.f32);
+        std::vector<uint16_t>().swap(buffer.bf16);
         std::vector<int32_t>().swap(buffer.i32);
       }
       buffers->emplace(w.name, std::move(buffer));

@@ -24,19 +24,6 @@ dsf.model @m attributes {family = "deepseek_v41", vocab_size = 16, hidden_size =
 
 // -----
 
-// A constant weight whose stored type the CPU does not compute in (bf16 here:
-// every float weight is bound as f32) is named, not converted silently.
-dsf.model @m attributes {family = "deepseek_v41", vocab_size = 16, hidden_size = 2, num_layers = 1, hc_mult = 1} {
-  // expected-error @below {{lowering needs the value of @w as 'tensor<2x2xf32>'}}
-  dsf.weight @w : tensor<2x2xbf16> {value = dense<1.0> : tensor<2x2xbf16>}
-  func.func @forward(%x: tensor<?x2xf32>) -> tensor<?x2xf32> {
-    %y = dsf.linear %x weight(@w) : tensor<?x2xf32> -> tensor<?x2xf32>
-    return %y : tensor<?x2xf32>
-  }
-}
-
-// -----
-
 // Sink attention over the window and selected entries is a call of one
 // helper per shape (dsf.attention, its linalg the body); window-only
 // attention has its own (k = 0); attention over every visible entry (no

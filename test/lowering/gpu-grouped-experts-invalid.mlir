@@ -49,7 +49,7 @@ func.func @experts_not_i32(%experts: memref<?x2xf32>, %x: memref<?x64xf32>, %g: 
 #x = affine_map<(t, s, i, d) -> (t, d)>
 #g = affine_map<(t, s, i, d) -> (t, s, i)>
 func.func @no_weight(%experts: memref<?x2xi32>, %x: memref<?x64xf32>, %g: memref<?x2x32xf32>) {
-  // expected-error @below {{dsf.experts: the body must read a [experts, out, in] f32 weight}}
+  // expected-error @below {{dsf.experts: the body must read a [experts, out, in] float weight}}
   linalg.generic {indexing_maps = [#e, #x, #g], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
       ins(%experts, %x : memref<?x2xi32>, memref<?x64xf32>) outs(%g : memref<?x2x32xf32>) attrs = {dsf.experts = "project"} {
   ^bb0(%e: i32, %a: f32, %acc: f32):

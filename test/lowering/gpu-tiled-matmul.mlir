@@ -176,3 +176,32 @@ func.func @gate(%x: memref<?x8192xf32>, %w: memref<8x8192xf32>, %y: memref<?x8xf
   }
   return
 }
+
+// -----
+
+// A bf16 weight (dsf-to-linalg's weight-storage=declared): both kernels load
+// its bf16 elements and widen each as it is loaded; the tiled kernel stages
+// the widened values, so its shared tiles and its sums stay f32.
+// CHECK-LABEL: func.func @bf16_weight
+// CHECK: gpu.launch {{.*}} workgroup(%{{.*}} : memref<16x64xf32, #gpu.address_space<workgroup>>
+// CHECK: %[[T:.*]] = memref.load %arg1[%{{.*}}, %{{.*}}] : memref<96x128xbf16>
+// CHECK-NEXT: arith.extf %[[T]] : bf16 to f32
+// CHECK: } else {
+// CHECK: gpu.launch
+// CHECK: %[[G:.*]] = memref.load %arg1[%{{.*}}, %{{.*}}] : memref<96x128xbf16>
+// CHECK-NEXT: arith.extf %[[G]] : bf16 to f32
+// CHECK-NOT: linalg.generic
+#a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#b = affine_map<(d0, d1, d2) -> (d1, d2)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @bf16_weight(%x: memref<?x128xf32>, %w: memref<96x128xbf16>, %y: memref<?x96xf32>) {
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<?x128xf32>, memref<96x128xbf16>) outs(%y : memref<?x96xf32>) {
+  ^bb0(%in: f32, %in_0: bf16, %out: f32):
+    %wf = arith.extf %in_0 : bf16 to f32
+    %p = arith.mulf %in, %wf : f32
+    %s = arith.addf %out, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}

@@ -57,6 +57,26 @@ TEST(Manifest, RoundTrips) {
   EXPECT_EQ(m.cachePlan[0].ttlSeconds, 14400);
 }
 
+// A weight may be bound as bf16 (dsf-to-linalg's weight-storage); tensors
+// the entry points take and return may not.
+TEST(Manifest, WeightsMayBeBF16) {
+  Manifest sampled = sample();
+  sampled.entryPoints[0].weights[0].dtype = "bf16";
+  Manifest m;
+  std::string error;
+  ASSERT_TRUE(manifestFromJson(manifestToJson(sampled), m, error)) << error;
+  EXPECT_EQ(m.entryPoints[0].weights[0].dtype, "bf16");
+  sampled = sample();
+  sampled.entryPoints[0].inputs[0].dtype = "bf16";
+  EXPECT_FALSE(manifestFromJson(manifestToJson(sampled), m, error));
+  EXPECT_EQ(error, "manifest: entry_points[0].inputs[0].dtype: unknown dtype 'bf16' (expected f32, i32 or i1)");
+  sampled = sample();
+  sampled.entryPoints[0].weights[0].dtype = "f16";
+  error.clear();
+  EXPECT_FALSE(manifestFromJson(manifestToJson(sampled), m, error));
+  EXPECT_EQ(error, "manifest: entry_points[0].weights[0].dtype: unknown weight dtype 'f16' (expected f32, bf16 or i32)");
+}
+
 TEST(Manifest, NamesTheFieldAtFault) {
   expectRejected("{", "[", "manifest: (root): not a JSON object");
   expectRejected("\"vocab_size\": 512", "\"vocab_size\": 0", "manifest: vocab_size: must be positive");

@@ -86,6 +86,10 @@ cl::opt<long> topkThresholdFrom("topk-threshold-from",
                                 cl::desc("Entries from which the indexer's top-k runs as a threshold search instead of "
                                          "ranking every candidate against every other (0: always; the same selection)"),
                                 cl::init(256), cl::cat(dsfCategory));
+cl::opt<std::string> weightStorage("weight-storage",
+                                   cl::desc("--target: how weights are kept: declared (a weight the model declares "
+                                            "bf16 stays bf16, widened as the kernels read it; the default) or f32"),
+                                   cl::init("declared"), cl::cat(dsfCategory));
 cl::opt<bool> batchInvariant("batch-invariant",
                              cl::desc("--target=cuda: every projection sums in one order whatever the number of rows, "
                                       "so a decode equals its prefill bit for bit (slower decode)"),
@@ -132,7 +136,8 @@ int compileArtifact(mlir::ModuleOp module, const dsf::ModelConfig &config,
   errs() << "dsf-compile: lowering " << facts.model << (cuda ? " for CUDA (sm_90a)" : " for the CPU") << "\n";
   mlir::PassManager toLinalg(context);
   if (failed(mlir::applyPassManagerCLOptions(toLinalg)) ||
-      failed(mlir::parsePassPipeline("dsf-to-linalg{topk-threshold-from=" + std::to_string(topkThresholdFrom) + "}",
+      failed(mlir::parsePassPipeline("dsf-to-linalg{topk-threshold-from=" + std::to_string(topkThresholdFrom) +
+                                         " weight-storage=" + weightStorage + "}",
                                      toLinalg)))
     return error("bad pass-manager options");
   if (failed(toLinalg.run(module)))
@@ -226,6 +231,8 @@ int main(int argc, char **argv) {
     return error("--emit: unknown kind '" + emit + "' (expected dsf, import or ptx)");
   if (emit == "ptx" && target != "cuda")
     return error("--emit=ptx prints the kernels of --target=cuda");
+  if (weightStorage != "declared" && weightStorage != "f32")
+    return error("--weight-storage: expected declared or f32, not '" + weightStorage + "'");
   if (topkThresholdFrom < 0)
     return error("--topk-threshold-from: expected a count of entries >= 0, not " + std::to_string(topkThresholdFrom));
   if (batchInvariant && target != "cuda")

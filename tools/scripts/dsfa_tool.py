@@ -112,7 +112,7 @@ def write_random_quantized(art, out, seed=11):
                 continue
             name, shape = w["name"], w["shape"]
             count = int(np.prod(shape)) if shape else 1
-            if w["dtype"] != "f32":
+            if w["dtype"] == "i32":
                 entries.append((name, "I32", shape, 4 * count, lambda c=count: iter([np.zeros(c, np.int32)])))
             elif "expert_names" in w:
                 cols = shape[-1]
@@ -167,7 +167,7 @@ def main():
                         tensors[w["expert_names"].replace("{e}", str(e))] = shape[1:]
                 else:
                     tensors[w["name"]] = shape
-                    if w["dtype"] != "f32":
+                    if w["dtype"] == "i32":
                         integral.add(w["name"])
         arrays = {}
         for name, shape in tensors.items():

@@ -37,6 +37,10 @@ uint8_t ue8m0Scale(float amax, float maximum, float floor);
 float decodeUE8M0(uint8_t byte);
 uint8_t encodeE2M1(float x);      // RNE, |x| <= 6: sign bit 3, grid index bits 0-2
 float decodeE2M1(uint8_t nibble);
+/// f32 to bf16 bits, round to nearest even (a NaN stays a quiet NaN): how a
+/// weight the artifact binds as bf16 is stored. Exact for bf16, FP8 and FP4
+/// checkpoints' values (their significands fit in bf16's 8 bits).
+uint16_t encodeBF16(float x);
 
 /// Quantizes `rows` rows of `cols` (a multiple of the block) elements.
 void quantizeRows(const float *x, int64_t rows, int64_t cols, RowFormat f, uint8_t *codes,
