@@ -224,6 +224,7 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
         storeRow(o, tok, s, col, sum);
       };
       gemv.split = warpGemvSplit(N, K, Value());
+      gemv.unroll = warpGemvUnroll(llvm::cast<MemRefType>(m.weight.getType()).getElementType());
       buildWarpGemv(e, loc, gemv);
     }
     if (m.down) {

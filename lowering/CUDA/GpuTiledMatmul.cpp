@@ -110,6 +110,7 @@ void rewriteProduct(linalg::GenericOp g, bool grouped, int64_t minRows, bool bat
     memref::StoreOp::create(o, l, arith::AddFOp::create(o, l, old, sum), C, at(r, col));
   };
   p.math = math;
+  p.warpUnroll = warpGemvUnroll(llvm::cast<MemRefType>(W.getType()).getElementType());
   scf::IfOp choice = buildProductKernels(b, loc, p, minRows, /*warpBelow=*/!batchInvariant);
   if (batchInvariant)
     g->moveBefore(choice.elseBlock()->getTerminator());

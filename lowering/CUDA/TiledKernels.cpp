@@ -305,6 +305,11 @@ int64_t warpGemvSplit(Value N, Value K, Value gridZ) {
   return split;
 }
 
+int64_t warpGemvUnroll(Type element) {
+  int64_t bytes = std::max<int64_t>(1, element.getIntOrFloatBitWidth() / 8);
+  return std::max<int64_t>(4, 16 / bytes);
+}
+
 void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g) {
   auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
   constexpr int64_t kWarp = 32, kWarps = kThreads / kWarp;
@@ -338,11 +343,13 @@ void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g) {
   Value zero = arith::ConstantFloatOp::create(t, loc, t.getF32Type(), APFloat(0.0f));
   auto ci = [&](int64_t v) { return arith::ConstantIndexOp::create(t, loc, v).getResult(); };
   // The lane's depths are first, first + stride, ...: kUnroll of them an
-  // iteration, their loads issued together (a warp's loads of one weight row
-  // are then kUnroll x 128 B in flight, not 128 B: decode's products are
-  // bound by the weights' bytes), added in the same order as one at a time.
-  // The lane's last count mod kUnroll depths follow one at a time.
-  constexpr int64_t kUnroll = 4;
+  // iteration, their loads issued together (a warp's loads of one f32
+  // weight row are then kUnroll x 128 B in flight, not 128 B: decode's
+  // products are bound by the weights' bytes), added in the same order as
+  // one at a time. The lane's last count mod kUnroll depths follow one at a
+  // time.
+  const int64_t kUnroll = g.unroll;
+  assert(kUnroll >= 1 && "at least one depth an iteration");
   int64_t stride = kWarp * split;
   Value first = arith::AddIOp::create(t, loc, lane, arith::MulIOp::create(t, loc, part, ci(kWarp)));
   Value has = arith::CmpIOp::create(t, loc, arith::CmpIPredicate::ugt, K, first);
@@ -447,6 +454,7 @@ scf::IfOp buildProductKernels(OpBuilder &b, Location loc, const Product &p, int6
   w.loadW = [loadW = p.loadW](OpBuilder &o, Location l, Value, Value col, Value d) { return loadW(o, l, col, d); };
   w.store = p.store;
   w.split = warpGemvSplit(p.N, p.K, p.gridZ);
+  w.unroll = p.warpUnroll;
   buildWarpGemv(e, loc, w);
   return choice;
 }

@@ -107,7 +107,12 @@ struct WarpGemv {
   std::function<Value(OpBuilder &, Location, Value r, Value col, Value d)> loadW;
   std::function<void(OpBuilder &, Location, Value r, Value col, Value sum)> store;
   int64_t split = 1;  // 1, 2, 4 or 8 warps per output
+  int64_t unroll = 4; // depths a lane loads together (warpGemvUnroll)
 };
+/// Depths a lane of the warp kernel loads together for a weight of
+/// `element`: 4 for f32, more for narrower elements, so that a warp keeps
+/// the same bytes of the weight in flight (bf16: 8).
+int64_t warpGemvUnroll(Type element);
 /// The split for a product of N outputs of depth K, batched gridZ times (null:
 /// once), when all are static (constants or static memref.dim; else 1):
 /// doubled up to 8 while the warps stay within one wave of the GPU (some
@@ -126,6 +131,7 @@ struct Product {
   std::function<Value(OpBuilder &, Location, Value col, Value d)> loadW;
   std::function<void(OpBuilder &, Location, Value r, Value col, Value sum)> store;
   TileMath math = TileMath::F32;   // of the tiled kernel
+  int64_t warpUnroll = 4;          // of the warp kernel (warpGemvUnroll)
 };
 /// An scf.if on M >= minRows: the tiled kernel, else (when `warpBelow`) a
 /// warp per output; without `warpBelow` the else branch is left empty for

@@ -186,10 +186,13 @@ func.func @gate(%x: memref<?x8192xf32>, %w: memref<8x8192xf32>, %y: memref<?x8xf
 // CHECK: gpu.launch {{.*}} workgroup(%{{.*}} : memref<16x64xf32, #gpu.address_space<workgroup>>
 // CHECK: %[[T:.*]] = memref.load %arg1[%{{.*}}, %{{.*}}] : memref<96x128xbf16>
 // CHECK-NEXT: arith.extf %[[T]] : bf16 to f32
-// CHECK: } else {
-// CHECK: gpu.launch
+// The warp kernel's lanes load 8 depths together (4 for f32): the same bytes
+// of the weight in flight.
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c256
 // CHECK: %[[G:.*]] = memref.load %arg1[%{{.*}}, %{{.*}}] : memref<96x128xbf16>
 // CHECK-NEXT: arith.extf %[[G]] : bf16 to f32
+// CHECK-COUNT-7: memref.load %arg1[%{{.*}}, %{{.*}}] : memref<96x128xbf16>
+// CHECK: scf.yield
 // CHECK-NOT: linalg.generic
 #a = affine_map<(d0, d1, d2) -> (d0, d2)>
 #b = affine_map<(d0, d1, d2) -> (d1, d2)>
