@@ -18,8 +18,9 @@ up to 2,048 tokens), decode time a token at that context, and a
 DSF_CUDA_PROFILE run's per-kernel table (kernels named by
 dsf-name-kernels after their layer function and dsf op). A 64-token run dumps logits, which must be finite.
 The floors: a decode step cannot beat (weight bytes touched + KV bytes
-read) / 4.4 TB/s (BENCHMARKS.md), counted both in the bytes dsf reads (f32
-weights and caches) and in the released formats' bytes.
+read) / 4.4 TB/s (BENCHMARKS.md), counted both in the bytes dsf reads (the
+weights in the dtype the artifact binds them in, bf16 or f32 by its
+manifest; f32 caches) and in the released formats' bytes.
 
 5c: the same run times, with CUDA events, PyTorch (fp32, as dsf computes)
 doing one decode token's indexer (32 heads x 128 over the context's FP4
@@ -68,7 +69,8 @@ del art
 
 # --- the byte floor of a decode step at batch 1 ---------------------------
 decode = next(e for e in manifest["entry_points"] if e["name"] == "decode")
-touched_f32 = touched_released = 0
+ELEMENT_BYTES = {"f32": 4, "bf16": 2, "i32": 4}
+touched_f32 = touched_released = 0   # touched_f32: the bytes as the artifact binds them
 for w in decode["weights"]:
     n = int(np.prod(w["shape"]))
     if w["name"] == "embed.weight":
@@ -80,7 +82,7 @@ for w in decode["weights"]:
         touched_released += n + n // 1024       # FP8 + 32x32 UE8M0 blocks
     else:
         touched_released += 4 * n
-    touched_f32 += 4 * n
+    touched_f32 += ELEMENT_BYTES[w["dtype"]] * n
 
 
 def kv_read(context, f32):
@@ -146,25 +148,29 @@ def op_of(kernel):
 # "linear_attn_wq_b" -> the elements of every layers.N.attn.wq_b.weight.
 prefill_entry = next(e for e in manifest["entry_points"] if e["name"] == "prefill")
 weight_elements, expert_elements = {}, 0
+weight_bytes = {}   # bytes an element, as the artifact binds the weight
 for w in prefill_entry["weights"]:
     n = int(np.prod(w["shape"]))
     if "expert_names" in w:
         expert_elements += n
+        weight_bytes["moe_experts"] = ELEMENT_BYTES[w["dtype"]]
         continue
     key = re.sub(r"^layers\.\d+\.", "", w["name"])
     key = re.sub(r"\.weight$", "", key).replace(".", "_")
     weight_elements[key] = weight_elements.get(key, 0) + n
+    weight_bytes[key] = ELEMENT_BYTES[w["dtype"]]
 
 
 def op_work(op, tokens):
     """(FLOPs, weight bytes) of one call of an op over all layers, or (0, 0)."""
     if op == "moe_experts":
         elements = expert_elements * (6 if tokens == 1 else 8) // 8
-        return 2 * tokens * expert_elements * 6 // 8, 4 * elements
+        return 2 * tokens * expert_elements * 6 // 8, weight_bytes["moe_experts"] * elements
     for prefix in ("linear_", "grouped_linear_"):
         if op.startswith(prefix) and op[len(prefix):] in weight_elements:
-            elements = weight_elements[op[len(prefix):]]
-            return 2 * tokens * elements, 4 * elements
+            key = op[len(prefix):]
+            elements = weight_elements[key]
+            return 2 * tokens * elements, weight_bytes[key] * elements
     return 0, 0
 
 
@@ -215,7 +221,8 @@ for n in contexts:
 say()
 say("## Decode at batch 1 against the byte floor")
 say()
-say("| context | decode ms/token | floor, dsf's bytes (f32) | x floor | floor, released bytes (FP8/FP4) | x floor |")
+say("| context | decode ms/token | floor, dsf's bytes (weights as bound, f32 caches) | x floor "
+    "| floor, released bytes (FP8/FP4) | x floor |")
 say("|---|---|---|---|---|---|")
 for n, prefill_s, decode_s, _ in rows:
     if decode_s is None:
@@ -225,7 +232,8 @@ for n, prefill_s, decode_s, _ in rows:
     say(f"| {n} | {decode_s * 1e3:.1f} | {f32 * 1e3:.2f} ms | x{decode_s / f32:.1f} | {rel * 1e3:.2f} ms | "
         f"x{decode_s / rel:.1f} |")
 say()
-say(f"Weights touched a decode token: {touched_f32 / 1e9:.1f} GB as dsf stores them (f32), "
+bound = sorted({w["dtype"] for w in decode["weights"]})
+say(f"Weights touched a decode token: {touched_f32 / 1e9:.1f} GB as dsf binds them ({', '.join(bound)}), "
     f"{touched_released / 1e9:.2f} GB in the released formats. Batch 8 and 64: not measured, "
     f"dsf runs one sequence a step.")
 say()
@@ -268,7 +276,7 @@ for n, kernels in profiles.items():
             say(f"| {op} | {launches // calls} | {sec * 1e3:.2f} | {100 * us / total:.1f} % | {work} | "
                 f"{', '.join(sorted(shapes)[:3])}{' ...' if len(shapes) > 3 else ''} |")
         say()
-        say("FLOPs and bytes for the products only (2 x tokens x weight elements; weights read once, f32, "
+        say("FLOPs and bytes for the products only (2 x tokens x weight elements; weights read once, as bound, "
             "the routed experts' top-6 of 8 at decode and all 8 at prefill); other ops: time only.")
         say()
 

@@ -214,12 +214,15 @@ def GpuBlockReduce : Pass<"dsf-gpu-block-reduce", "::mlir::ModuleOp"> {
     the 8 warps, and lane 0 of warp 0 combines the output's value with the
     total. For those the result is the generic's exactly. Float sums (f32
     addf) are taken when their reduction has a static length of at least
-    `min-sum-points` (RMSNorm over the model width, the mHC's flattened
-    streams): another order of additions than the generic's, but one that
-    does not depend on the number of tokens, so batch invariance holds.
-    Shorter or dynamic float sums stay as they are.
+    `min-sum-points` (RMSNorm over the model width or the 512-wide latent,
+    the mHC's flattened streams): another order of additions than the
+    generic's, but one that does not depend on the number of tokens, so
+    batch invariance holds. Shorter or dynamic float sums stay as they are.
+    (A decode token's sum of 512 in one thread waits on its loads one after
+    another: some 14 us a launch at V4.1's sizes, where the block takes a
+    few.)
   }];
-  let options = [Option<"minSumPoints", "min-sum-points", "int64_t", "1024",
+  let options = [Option<"minSumPoints", "min-sum-points", "int64_t", "256",
                         "Static reduction length from which float sums run as a block per output">];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::affine::AffineDialect"];
@@ -303,8 +306,12 @@ def GpuSinkAttention : Pass<"dsf-gpu-sink-attention", "::mlir::ModuleOp"> {
     only): queries [tokens, heads, width], window rows, [cache rows,
     selection [tokens, k] i32 (-1: none)], sink [heads] -> [tokens, heads,
     width], some fifteen kernels in linalg. On bufferized IR this pass
-    replaces the helper's body with one kernel, a block of 512 threads per
-    (token, head): the query in shared memory, each warp two columns' logits
+    replaces the helper's body with one kernel, a block per (token, head) —
+    512 threads while the grid has fewer than 1,024 blocks (a decode's
+    tokens: each block bound by the loads in flight on its SM), 256 from
+    there (a prefill's: bound by the blocks an SM holds), 512 always with
+    `batch-invariant` (the two differ in the order of the denominator's
+    sum): the query in shared memory, each warp two columns' logits
     at a time (lanes strided over the width, both rows' loads together, xor
     shuffles), the maximum with the sink and the denominator (shuffles, then
     the warps in order), then each thread its channels' weighted sum over the
@@ -314,6 +321,8 @@ def GpuSinkAttention : Pass<"dsf-gpu-sink-attention", "::mlir::ModuleOp"> {
     number of tokens. Widths that are not a multiple of 32 or above 4,096
     stay as they are; a helper whose signature is not its shape's is an error.
   }];
+  let options = [Option<"batchInvariant", "batch-invariant", "bool", "false",
+                        "One kernel (512 threads a block) for any number of tokens">];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect"];
 }

@@ -37,6 +37,12 @@ prepare)
   build/bin/dsf-compile models/deepseek-v4-tiny --no-kv-quant --target=cuda --tile-math=3xtf32 -o $G/v4cuda-3xtf32.dsfa
   build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cuda --tile-math=3xtf32 -o $G/v4small-cuda-3xtf32.dsfa
   build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cuda --tile-math=tf32 -o $G/v4small-cuda-tf32.dsfa
+  # The tiny V4.1 declared bf16 (its weights bound as bf16 and widened in the
+  # kernels), quantizers off, on the GPU and the CPU.
+  mkdir -p build/tiny-bf16
+  python3 -c "import json; c = json.load(open('models/deepseek-v4.1-tiny/config.json')); c['torch_dtype'] = 'bfloat16'; json.dump(c, open('build/tiny-bf16/config.json', 'w'), indent=1)"
+  build/bin/dsf-compile build/tiny-bf16 --no-kv-quant --target=cuda -o $G/bf16-cuda.dsfa
+  build/bin/dsf-compile build/tiny-bf16 --no-kv-quant --target=cpu -o $G/bf16-cpu.dsfa
   # The tiny V4.1 with 65,536 positions, for the 32K-prefix tiers benchmark.
   mkdir -p build/tiny-64k
   python3 -c "import json; c = json.load(open('models/deepseek-v4.1-tiny/config.json')); c['max_position_embeddings'] = 65536; json.dump(c, open('build/tiny-64k/config.json', 'w'), indent=1)"
@@ -85,6 +91,16 @@ PY
     $R $G/cuda-noquant.dsfa --weights $G/weights.safetensors --prompt-ids @/tmp/ids$r --dump-logits $OUT/nq$r.logits
     $C $OUT/nq$r.logits --golden $G/io.safetensors --key logits_noquant_gpu_selective --row $r --max-rel 1e-4 --min-argmax 100 || true
   done
+  # Weights bound as bf16 (the tiny V4.1 declared bf16, quantizers off): the
+  # kernels that load bf16 and widen it against the CPU's, prefill and
+  # decode, to the f32 kernels' tolerance.
+  $R $G/bf16-cpu.dsfa --weights $G/weights.safetensors --prompt-ids @/tmp/ids1 --dump-logits $OUT/bf16-cpu.logits
+  $R $G/bf16-cuda.dsfa --weights $G/weights.safetensors --prompt-ids @/tmp/ids1 --dump-logits $OUT/bf16-cuda.logits
+  $C $OUT/bf16-cuda.logits --against $OUT/bf16-cpu.logits --max-rel 1e-4 --min-argmax 100 || true
+  $R $G/bf16-cuda.dsfa --weights $G/weights.safetensors --prompt-ids @/tmp/pre --then-ids @/tmp/rest --dump-logits $OUT/bf16-dec.logits
+  $C $OUT/bf16-dec.logits --against $OUT/bf16-cpu.logits --max-rel 1e-4 --min-argmax 100 || true
+  compute-sanitizer --tool memcheck --print-limit 5 $R $G/bf16-cuda.dsfa --weights $G/weights.safetensors \
+    --prompt-ids 1,2,3,4,5,6,7,8,9 --then-ids 10,11,12 --max-new-tokens 2 | tail -1
   # Decode (1-3 rows a call: the warp-per-output projection kernel) against
   # prefill (77 rows: the tiled kernel): the same sums in another order, and
   # V4.1's FP4 cache quantizers turn 1-ulp differences into other codes

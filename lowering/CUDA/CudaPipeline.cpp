@@ -47,7 +47,7 @@ LogicalResult mlir::dsf::buildCudaPipelineFromLinalg(OpPassManager &pm, const Cu
   // kernels are outlined dsf-place-buffers moves the host's own scratch to
   // the stack and proves the host code dereferences no device buffer: the
   // runtime then queues the kernels without synchronizing between them.
-  std::string text = "canonicalize,convert-bufferization-to-memref,dsf-copies-to-linalg,dsf-gpu-fuse-mhc,dsf-gpu-select-topk,dsf-gpu-route-experts,dsf-gpu-sink-attention,symbol-dce,dsf-gpu-fuse-sinkhorn,"
+  std::string text = "canonicalize,convert-bufferization-to-memref,dsf-copies-to-linalg,dsf-gpu-fuse-mhc,dsf-gpu-select-topk,dsf-gpu-route-experts,dsf-gpu-sink-attention{batch-invariant=" + invariant + "},symbol-dce,dsf-gpu-fuse-sinkhorn,"
                      "dsf-gpu-grouped-experts{batch-invariant=" + invariant + " math=" + options.tileMath +
                      "},dsf-gpu-tiled-matmul{batch-invariant=" + invariant + " math=" + options.tileMath +
                      "},dsf-gpu-batched-contraction{math=" + options.tileMath + "},dsf-gpu-block-reduce,"

@@ -193,7 +193,7 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
         return loadInput(o, tok, s, d);
       };
       gemm.loadW = [&, expert](OpBuilder &o, Location l, Value col, Value d) {
-        return loadWidened(o, l, m.weight, ValueRange{*expert, col, d});
+        return memref::LoadOp::create(o, l, m.weight, ValueRange{*expert, col, d}).getResult();
       };
       gemm.store = [&](OpBuilder &o, Location l, Value r, Value col, Value sum) {
         auto [tok, s] = tokenSlot(o, toIndex(o, memref::LoadOp::create(o, l, perm, ValueRange{r})));
@@ -217,7 +217,7 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
       gemv.loadW = [&](OpBuilder &o, Location l, Value r, Value col, Value d) {
         auto [tok, s] = tokenSlot(o, r);
         Value ex = toIndex(o, memref::LoadOp::create(o, l, m.experts, ValueRange{tok, s}));
-        return loadWidened(o, l, m.weight, ValueRange{ex, col, d});
+        return memref::LoadOp::create(o, l, m.weight, ValueRange{ex, col, d}).getResult();
       };
       gemv.store = [&](OpBuilder &o, Location, Value r, Value col, Value sum) {
         auto [tok, s] = tokenSlot(o, r);

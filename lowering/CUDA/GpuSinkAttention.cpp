@@ -46,7 +46,12 @@ namespace mlir::dsf {
 #include "lowering/Passes.h.inc"
 
 namespace {
-constexpr int64_t kThreads = 512, kWarp = 32, kWarps = kThreads / kWarp;
+constexpr int64_t kWarp = 32;
+/// Threads a block: a decode token's few blocks (a block per head) are each
+/// bound by the loads their SM keeps in flight, so they are wide; a
+/// prefill's many blocks are bound by how many blocks an SM holds, so they
+/// are narrower. The grid's blocks below which the wide blocks run.
+constexpr int64_t kWideThreads = 512, kNarrowThreads = 256, kWideBelowBlocks = 1024;
 /// The query is kept in shared memory and each lane's share of a product is
 /// unrolled: widths up to 4,096.
 constexpr int64_t kMaxWidth = 4096;
@@ -91,6 +96,7 @@ int64_t unrollFor(int64_t n) {
 }
 
 struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
+  using GpuSinkAttentionBase::GpuSinkAttentionBase;
   void rewrite(func::FuncOp helper, const Attention &a) {
     MLIRContext *ctx = helper.getContext();
     // Named after the attention ops in profiles (dsf-name-kernels).
@@ -118,11 +124,13 @@ struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
     auto shared = [&](int64_t n) {
       return MemRefType::get({n}, b.getF32Type(), MemRefLayoutAttrInterface{}, workgroup);
     };
+    // One kernel of `kThreads` threads a block, built at `b`.
+    auto buildKernel = [&](OpBuilder &b, const int64_t kThreads) {
+    const int64_t kWarps = kThreads / kWarp;
     Value one = idx(b, 1);
     auto launch = gpu::LaunchOp::create(b, loc, tokens, idx(b, a.heads), one, idx(b, kThreads), one, one, nullptr,
                                         nullptr, ValueRange{},
                                         TypeRange{shared(width), shared(columns), shared(kWarps), shared(kWarps)});
-    func::ReturnOp::create(b, loc, out);
 
     OpBuilder k = OpBuilder::atBlockEnd(&launch.getBody().front());
     Value qs = launch.getWorkgroupAttributions()[0], weights = launch.getWorkgroupAttributions()[1];
@@ -315,6 +323,23 @@ struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
       ifThen(k, dimValid[i],
              [&](OpBuilder &w) { memref::StoreOp::create(w, loc, accs[i], out, ValueRange{t, h, dims[i]}); });
     gpu::TerminatorOp::create(k, loc);
+    };
+
+    // The two kernels differ only in the order of the denominator's sum (each
+    // thread's columns, then the warps in order); a batch-invariant build
+    // keeps the wide one for any number of tokens.
+    if (batchInvariant) {
+      buildKernel(b, kWideThreads);
+    } else {
+      Value blocks = arith::MulIOp::create(b, loc, tokens, idx(b, a.heads));
+      auto wide = scf::IfOp::create(
+          b, loc, TypeRange{}, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, blocks, idx(b, kWideBelowBlocks)),
+          /*withElse=*/true);
+      OpBuilder decode = wide.getThenBodyBuilder(), prefill = wide.getElseBodyBuilder();
+      buildKernel(decode, kWideThreads);
+      buildKernel(prefill, kNarrowThreads);
+    }
+    func::ReturnOp::create(b, loc, out);
   }
 
   void runOnOperation() override {

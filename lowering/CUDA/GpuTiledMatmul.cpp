@@ -103,7 +103,8 @@ void rewriteProduct(linalg::GenericOp g, bool grouped, int64_t minRows, bool bat
     return memref::LoadOp::create(o, l, A, at(r, d)).getResult();
   };
   p.loadW = [W, grouped, group](OpBuilder &o, Location l, Value col, Value d) {
-    return loadWidened(o, l, W, grouped ? SmallVector<Value>{*group, col, d} : SmallVector<Value>{col, d});
+    return memref::LoadOp::create(o, l, W, grouped ? SmallVector<Value>{*group, col, d} : SmallVector<Value>{col, d})
+        .getResult();
   };
   p.store = [C, at](OpBuilder &o, Location l, Value r, Value col, Value sum) {
     Value old = memref::LoadOp::create(o, l, C, at(r, col));

@@ -176,7 +176,7 @@ void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
     Value in = arith::AndIOp::create(o, loc, lessThan(o, i, bound), lessThan(o, col, K));
     auto branch = scf::IfOp::create(o, loc, TypeRange{o.getF32Type()}, in, /*withElse=*/true);
     OpBuilder t = branch.getThenBodyBuilder();
-    scf::YieldOp::create(t, loc, load(t, loc, i, col));
+    scf::YieldOp::create(t, loc, extendToF32(t, loc, load(t, loc, i, col)));
     OpBuilder e = branch.getElseBodyBuilder();
     scf::YieldOp::create(e, loc, zero);
     return branch.getResult(0);
@@ -262,8 +262,7 @@ void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
   gpu::TerminatorOp::create(end, loc);
 }
 
-Value loadWidened(OpBuilder &b, Location loc, Value memref, ValueRange indices) {
-  Value v = memref::LoadOp::create(b, loc, memref, indices);
+Value extendToF32(OpBuilder &b, Location loc, Value v) {
   return v.getType().isF32() ? v : arith::ExtFOp::create(b, loc, b.getF32Type(), v).getResult();
 }
 
@@ -369,13 +368,13 @@ void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g) {
         }
         Value sum = acc[0];
         for (int64_t u = 0; u < kUnroll; ++u)
-          sum = arith::AddFOp::create(p, l, sum, arith::MulFOp::create(p, l, as[u], ws[u]));
+          sum = arith::AddFOp::create(p, l, sum, arith::MulFOp::create(p, l, as[u], extendToF32(p, l, ws[u])));
         scf::YieldOp::create(p, l, sum);
       });
   auto dot = scf::ForOp::create(t, loc, unrolledEnd, K, ci(stride), groups.getResults(),
                                 [&](OpBuilder &p, Location l, Value d, ValueRange acc) {
                                   Value a = g.loadA(p, l, m, d);
-                                  Value w = g.loadW(p, l, m, o, d);
+                                  Value w = extendToF32(p, l, g.loadW(p, l, m, o, d));
                                   scf::YieldOp::create(p, l, arith::AddFOp::create(p, l, acc[0],
                                                                                     arith::MulFOp::create(p, l, a, w))
                                                                  .getResult());

@@ -62,11 +62,11 @@ bool isIdentityBuffer(Type type, ArrayRef<int64_t> shape, Type element);
 /// sum) is still one order for any launch shape.
 Value warpAllReduce(OpBuilder &b, Location loc, Value v, function_ref<Value(OpBuilder &, Value, Value)> combine);
 
-/// memref[indices] in f32: an element stored narrower (a bf16 weight) is
-/// extended as it is loaded, so the kernel reads the stored bytes.
-Value loadWidened(OpBuilder &b, Location loc, Value memref, ValueRange indices);
-/// Whether a weight buffer's elements are f32 or a float the kernels widen
-/// as they load it (bf16, f16).
+/// `v` in f32: extended exactly when it is a narrower float (a bf16
+/// weight's element), else itself.
+Value extendToF32(OpBuilder &b, Location loc, Value v);
+/// Whether a weight buffer's elements are f32 or a float the kernels extend
+/// to f32 where they use it (bf16, f16).
 bool isWidenableFloat(Type element);
 
 /// "f32", "tf32", "3xtf32".
@@ -87,7 +87,9 @@ struct TiledGemm {
   Value N, K;          // host values: columns, reduction depth
   TileRows rows;
   std::function<Value(OpBuilder &, Location, Value r, Value d)> loadA;    // r < row end, d < K
-  std::function<Value(OpBuilder &, Location, Value col, Value d)> loadW;  // col < N, d < K
+  /// col < N, d < K: the element as stored (f32 or narrower; extended
+  /// before it is staged).
+  std::function<Value(OpBuilder &, Location, Value col, Value d)> loadW;
   std::function<void(OpBuilder &, Location, Value r, Value col, Value sum)> store;
   TileMath math = TileMath::F32;
 };
@@ -104,6 +106,8 @@ struct WarpGemv {
   Value gridZ;    // host value: independent products (null: one)
   std::function<void(OpBuilder &, Location, Value blockZ)> prologue;
   std::function<Value(OpBuilder &, Location, Value r, Value d)> loadA;
+  /// The element as stored (f32 or narrower): extended to f32 only after
+  /// every load of an iteration is issued, so that none waits for another.
   std::function<Value(OpBuilder &, Location, Value r, Value col, Value d)> loadW;
   std::function<void(OpBuilder &, Location, Value r, Value col, Value sum)> store;
   int64_t split = 1;  // 1, 2, 4 or 8 warps per output
@@ -128,7 +132,7 @@ struct Product {
   Value M, N, K, gridZ;  // host values (gridZ null: one)
   std::function<void(OpBuilder &, Location, Value blockZ)> prologue;
   std::function<Value(OpBuilder &, Location, Value r, Value d)> loadA;
-  std::function<Value(OpBuilder &, Location, Value col, Value d)> loadW;
+  std::function<Value(OpBuilder &, Location, Value col, Value d)> loadW;   // as stored (see WarpGemv)
   std::function<void(OpBuilder &, Location, Value r, Value col, Value sum)> store;
   TileMath math = TileMath::F32;   // of the tiled kernel
   int64_t warpUnroll = 4;          // of the warp kernel (warpGemvUnroll)

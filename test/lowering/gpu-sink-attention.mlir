@@ -1,7 +1,9 @@
 // RUN: dsf-opt %s --dsf-gpu-sink-attention --split-input-file -verify-diagnostics | FileCheck %s
+// RUN: dsf-opt %s --dsf-gpu-sink-attention=batch-invariant=true --split-input-file -verify-diagnostics | FileCheck %s --check-prefix=INVARIANT
 
 // Sink attention over a band of 4 window rows and 8 selected entries becomes
-// one kernel, a block of 512 threads per (token, head): the query into shared
+// one kernel, a block per (token, head) — 512 threads below 1,024 blocks (a
+// decode's few tokens), else 256 (a prefill's): the query into shared
 // memory, each warp two columns' logits at a time (both rows' loads before
 // the products, xor shuffles, times the scale; -inf where there is no row;
 // the entries' under entries > 0, else -inf), the maximum with the sink, the
@@ -14,7 +16,10 @@
 // CHECK: %[[ENTRIES:.*]] = memref.dim %arg2
 // CHECK: %[[OFF:.*]] = arith.subi %[[ROWS]], %[[T]]
 // CHECK: %[[OUT:.*]] = memref.alloc(%[[T]]) : memref<?x2x64xf32>
-// CHECK: gpu.launch blocks(%[[TOK:.*]], %[[HEAD:.*]], %{{.*}}) in (%{{.*}} = %[[T]], %{{.*}} = %c2, {{.*}} threads(%[[TID:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c512
+// CHECK: %[[BLOCKS:.*]] = arith.muli %[[T]], %c2
+// CHECK: %[[FEW:.*]] = arith.cmpi ult, %[[BLOCKS]], %c1024
+// CHECK: scf.if %[[FEW]] {
+// CHECK: gpu.launch blocks(%[[TOK:.*]], %[[HEAD:.*]], %{{.*}}) in (%{{.*}} = %[[T]], %{{.*}} = %c2{{(_[0-9]+)?}}, {{.*}} threads(%[[TID:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c512
 // CHECK-SAME: workgroup(%[[Q:.*]] : memref<64xf32, #gpu.address_space<workgroup>>, %[[P:.*]] : memref<12xf32, #gpu.address_space<workgroup>>, %[[MAX:.*]] : memref<16xf32, #gpu.address_space<workgroup>>, %[[SUM:.*]] : memref<16xf32, #gpu.address_space<workgroup>>)
 // CHECK: memref.load %arg0[%[[TOK]], %[[HEAD]], %{{.*}}]
 // CHECK: memref.store %{{.*}}, %[[Q]]
@@ -56,7 +61,18 @@
 // CHECK-COUNT-8: memref.load %arg2
 // CHECK: memref.store %{{.*}}, %[[OUT]][%[[TOK]], %[[HEAD]], %{{.*}}]
 // CHECK: gpu.terminator
+// The prefill's kernel: the same with 256 threads (8 warps' maxima and sums).
+// CHECK: } else {
+// CHECK: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c256
+// CHECK-SAME: memref<12xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<8xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<8xf32, #gpu.address_space<workgroup>>)
+// CHECK: gpu.terminator
 // CHECK: return %[[OUT]]
+// Batch-invariant: the 512-thread kernel for any number of tokens.
+// INVARIANT-LABEL: func.func private @dsf_attention_h2_d64_w4_k8_s3e000000
+// INVARIANT-NOT: scf.if
+// INVARIANT: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c512
+// INVARIANT-NOT: gpu.launch
+// INVARIANT: return
 func.func private @dsf_attention_h2_d64_w4_k8_s3e000000(%q: memref<?x2x64xf32>, %win: memref<?x64xf32>,
                                                        %cache: memref<?x64xf32>, %sel: memref<?x8xi32>,
                                                        %sink: memref<2xf32>) -> memref<?x2x64xf32>

@@ -187,11 +187,14 @@ func.func @gate(%x: memref<?x8192xf32>, %w: memref<8x8192xf32>, %y: memref<?x8xf
 // CHECK: %[[T:.*]] = memref.load %arg1[%{{.*}}, %{{.*}}] : memref<96x128xbf16>
 // CHECK-NEXT: arith.extf %[[T]] : bf16 to f32
 // The warp kernel's lanes load 8 depths together (4 for f32): the same bytes
-// of the weight in flight.
+// of the weight in flight; each element is extended only after all 8 loads
+// are issued (an extension right after its load would wait for it).
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c256
 // CHECK: %[[G:.*]] = memref.load %arg1[%{{.*}}, %{{.*}}] : memref<96x128xbf16>
-// CHECK-NEXT: arith.extf %[[G]] : bf16 to f32
+// CHECK-NOT: arith.extf
 // CHECK-COUNT-7: memref.load %arg1[%{{.*}}, %{{.*}}] : memref<96x128xbf16>
+// CHECK-NEXT: %[[GF:.*]] = arith.extf %[[G]] : bf16 to f32
+// CHECK-NEXT: arith.mulf %{{.*}}, %[[GF]] : f32
 // CHECK: scf.yield
 // CHECK-NOT: linalg.generic
 #a = affine_map<(d0, d1, d2) -> (d0, d2)>

@@ -131,7 +131,14 @@ def write_random_quantized(art, out, seed=11):
                 a = rng.standard_normal(count) / np.sqrt(shape[-1] if shape else 1)
                 if name.endswith("norm.weight"):
                     a = 1 + 0.1 * rng.standard_normal(count)
-                entries.append((name, "F32", shape, 4 * count, lambda a=a: iter([a.astype(np.float32)])))
+                if w["dtype"] == "bf16":
+                    # As a bf16 checkpoint holds it: BF16, so that an artifact
+                    # binding it as f32 computes with the same values.
+                    bits = a.astype(np.float32).view(np.uint32).astype(np.uint64)
+                    bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+                    entries.append((name, "BF16", shape, 2 * count, lambda b=bits: iter([b])))
+                else:
+                    entries.append((name, "F32", shape, 4 * count, lambda a=a: iter([a.astype(np.float32)])))
     header, offset = {}, 0
     for name, dtype, shape, size, _ in entries:
         header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + size]}

@@ -1,0 +1,233 @@
+"""Question: what does binding the weights in bf16 (as the model declares
+them; dsf-compile's default --weight-storage=declared) save against binding
+them in f32, at V4.1-Flash's real sizes, and are the numbers the same?
+
+Runs on the GPU machine over two artifacts of bench/configs/deepseek-v4.1-shaped-8e
+built on the development machine (see bench/gpu_v41_real_size.py for the
+model):
+  python3 bench/gpu_weight_storage.py DSF_RUN OUT.md BF16.dsfa F32.dsfa [CONTEXT] [--parts=numbers,time,profile]
+  * BF16.dsfa: weights bound as declared (bf16; mHC's tensors, sinks and
+    the gate's biases f32), each widened to f32 as the kernels load it;
+  * F32.dsfa, the anchor: every float weight bound as f32 (dsf-compile
+    --weight-storage=f32, or an earlier build, which bound every weight as
+    f32 — the results say which);
+  * the same random weights in the released formats (FP8 32x32 blocks, MXFP4
+    experts; made here when /tmp/dsf-v41-shaped/weights.safetensors is
+    missing): every value is exact in bf16, so both artifacts compute with
+    the same weights and their logits must agree;
+  * a 64-token prompt and 3 decode tokens: the logits of both (relative
+    error, argmax agreement, whether bit for bit equal);
+  * CONTEXT tokens (default 2,048), 8 decode tokens, a warm-up prefill:
+    prefill time and decode time a token, the two artifacts alternated;
+  * DSF_CUDA_PROFILE over CONTEXT tokens and 2 decode calls: a decode
+    call's kernel time by dsf op, and the weight bytes each product reads
+    against HBM's 4.4 TB/s.
+--parts runs some of the three (each process loads the weights, about a
+minute: all three take about 8 minutes).
+"""
+import datetime
+import os
+import re
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+args = [a for a in sys.argv[1:] if not a.startswith("--parts=")]
+parts = next((a.split("=", 1)[1].split(",") for a in sys.argv[1:] if a.startswith("--parts=")),
+             ["numbers", "time", "profile"])
+dsf_run, out_md, bf16_art, f32_art = args[:4]
+context = int(args[4]) if len(args) > 4 else 2048
+root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(root, "tools", "scripts"))
+import dsfa_tool  # noqa: E402
+import safetensors_io  # noqa: E402  (dsfa_tool puts test/reference on the path)
+
+work = "/tmp/dsf-v41-shaped"
+os.makedirs(work, exist_ok=True)
+weights = os.path.join(work, "weights.safetensors")
+env = dict(os.environ, CUDA_MODULE_LOADING="EAGER")
+HBM = 4.4e12
+ELEMENT_BYTES = {"f32": 4, "bf16": 2, "i32": 4}
+lines = []
+
+
+def say(text=""):
+    print(text, flush=True)
+    lines.append(text)
+
+
+manifests = {}
+for label, path in (("bf16", bf16_art), ("f32", f32_art)):
+    manifests[label] = dsfa_tool.manifest(open(path, "rb").read())
+t0 = time.perf_counter()
+if not os.path.exists(weights):
+    dsfa_tool.write_random_quantized(open(bf16_art, "rb").read(), weights)
+weights_s = time.perf_counter() - t0
+
+
+def bound_bytes(manifest):
+    """(bytes of every weight as bound, bytes a decode token touches: one
+    embedding row, the top-6 of 8 experts)."""
+    seen, total, touched = set(), 0, 0
+    for entry in manifest["entry_points"]:
+        for w in entry["weights"]:
+            if w["name"] in seen:
+                continue
+            seen.add(w["name"])
+            n = int(np.prod(w["shape"]))
+            total += ELEMENT_BYTES[w["dtype"]] * n
+            t = w["shape"][-1] if w["name"] == "embed.weight" else n
+            if "expert_names" in w:
+                t = t * 6 // w["shape"][0]
+            touched += ELEMENT_BYTES[w["dtype"]] * t
+    return total, touched
+
+
+def run(artifact, ids, *extra, profile=None):
+    path = os.path.join(work, f"ids{len(ids)}")
+    with open(path, "w") as f:
+        f.write(",".join(map(str, ids)))
+    cmd = [dsf_run, artifact, "--weights", weights, "--prompt-ids", "@" + path] + list(extra)
+    e = dict(env, DSF_CUDA_PROFILE=profile) if profile else env
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=540)
+    if r.returncode:
+        raise RuntimeError(f"{' '.join(cmd)}: exit {r.returncode}\n{r.stderr[-3000:]}")
+    return r.stderr, time.perf_counter() - t0
+
+
+gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                     capture_output=True, text=True).stdout.strip()
+say("# Weights bound as bf16 against f32, V4.1-shaped model at real sizes (8 experts)")
+say()
+say(f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
+say(f"- machine: {gpu} (device tool, nvidia-h200)")
+say(f"- command: `python3 bench/gpu_weight_storage.py DSF_RUN OUT.md {os.path.basename(bf16_art)} "
+    f"{os.path.basename(f32_art)} {context} --parts={','.join(parts)}`")
+say(f"- anchor: {os.path.basename(f32_art)} (every float weight f32), run by the same dsf-run in the same run")
+say(f"- weights: random, in the released formats, {os.path.getsize(weights) / 1e9:.1f} GB "
+    f"(written here in {weights_s:.0f} s; every value exact in bf16)")
+say()
+say("| artifact | weights as bound | bytes bound | bytes a decode token touches |")
+say("|---|---|---|---|")
+for label, m in manifests.items():
+    total, touched = bound_bytes(m)
+    kinds = sorted({w["dtype"] for e in m["entry_points"] for w in e["weights"]})
+    say(f"| {label} | {', '.join(kinds)} | {total / 1e9:.1f} GB | {touched / 1e9:.1f} GB |")
+say()
+
+# --- the same numbers ---------------------------------------------------------
+rng = np.random.default_rng(7)
+vocab = manifests["bf16"]["vocab_size"]
+short = list(rng.integers(0, vocab, 64))
+ids = list(rng.integers(0, vocab, context))
+if "numbers" in parts:
+    logits = {}
+    for label, path in (("bf16", bf16_art), ("f32", f32_art)):
+        dump = os.path.join(work, f"storage-{label}.logits")
+        _, wall = run(path, short, "--max-new-tokens", "4", "--dump-logits", dump)
+        logits[label] = safetensors_io.load(dump)["logits"].astype(np.float64)
+        say(f"- {label}: 64-token prompt and 3 decode tokens in {wall:.0f} s (weight load included); "
+            f"logits finite: {bool(np.isfinite(logits[label]).all())}")
+    a, b = logits["bf16"], logits["f32"]
+    rel = float(np.linalg.norm(a - b) / np.linalg.norm(b))
+    agree = int((a.argmax(1) == b.argmax(1)).sum())
+    say(f"- bf16 against f32: relative error {rel:.3e}, argmax {agree}/{len(a)}, "
+        f"bit for bit equal: {bool(np.array_equal(a, b))}")
+    say()
+
+# --- time -----------------------------------------------------------------------
+if "time" in parts:
+    times = {}
+    for label, path in (("f32", f32_art), ("bf16", bf16_art)):
+        stderr, wall = run(path, ids, "--max-new-tokens", "9", "--timing", "--warmup", "1")
+        prefill = float(re.search(r"prefill \d+ tokens ([0-9.]+) s", stderr).group(1))
+        d = re.search(r"decode (\d+) tokens ([0-9.]+) s", stderr)
+        times[label] = (prefill, float(d.group(2)) / int(d.group(1)))
+    say(f"## Time at {context} tokens (prefill after a warm-up prefill; 8 decode tokens)")
+    say()
+    say("| weights | prefill s | decode ms a token | the weight bytes a decode token touches / 4.4 TB/s |")
+    say("|---|---|---|---|")
+    for label in ("f32", "bf16"):
+        say(f"| {label} | {times[label][0]:.2f} | {times[label][1] * 1e3:.2f} | "
+            f"{bound_bytes(manifests[label])[1] / HBM * 1e3:.2f} ms |")
+    say(f"| f32 / bf16 | x{times['f32'][0] / times['bf16'][0]:.2f} | x{times['f32'][1] / times['bf16'][1]:.2f} | |")
+    say()
+
+
+# --- where a decode call's time goes ----------------------------------------
+def decode_ops(profile_path):
+    ops = {}
+    for line in open(profile_path):
+        m = re.match(r"\| (\S+) \([^)]*\) \| (\d+) \| ([0-9.]+) \|", line)
+        if not m:
+            continue
+        kernel = m.group(1)
+        scope, slash, rest = kernel.partition("/")
+        name = rest if slash else kernel
+        phase = scope if slash else name.split("_")[0]
+        if phase != "decode":
+            continue
+        op = re.sub(r"_\d+$", "", name.partition("__")[2]) or name
+        t = ops.setdefault(op, [0.0, 0])
+        t[0] += float(m.group(3)) / 2
+        t[1] += int(m.group(2)) // 2
+    return ops
+
+
+def product_bytes(manifest):
+    """Weight bytes a decode call's product reads, by the tag of its kernels."""
+    out = {}
+    for w in next(e for e in manifest["entry_points"] if e["name"] == "decode")["weights"]:
+        n = int(np.prod(w["shape"])) * ELEMENT_BYTES[w["dtype"]]
+        if "expert_names" in w:
+            out["moe_experts"] = out.get("moe_experts", 0) + n * 6 // w["shape"][0]
+            continue
+        key = re.sub(r"\.weight$", "", re.sub(r"^layers\.\d+\.", "", w["name"])).replace(".", "_")
+        if key.startswith("ffn_shared_experts_"):
+            tags = ["ffn"]                       # one dsf.ffn op: its kernels carry no weight's name
+        elif key == "ffn_gate":
+            tags = ["moe_gate"]
+        else:
+            tags = ["linear_" + key, "grouped_linear_" + key]
+        for tag in tags:
+            out[tag] = out.get(tag, 0) + n
+    return out
+
+
+if "profile" in parts:
+    per_op, kernel_rows = {}, {}
+    for label, path in (("f32", f32_art), ("bf16", bf16_art)):
+        prof = os.path.join(work, f"storage-{label}.profile")
+        run(path, ids, "--max-new-tokens", "3", profile=prof)
+        per_op[label] = decode_ops(prof)
+        kernel_rows[label] = [line for line in open(prof) if line.startswith("| decode")]
+    say(f"## A decode call's kernel time by dsf op at {context} tokens (DSF_CUDA_PROFILE, 2 decode calls)")
+    say()
+    say("| dsf op (all layers) | f32 us | f32 TB/s | bf16 us | bf16 TB/s | f32 / bf16 |")
+    say("|---|---|---|---|---|---|")
+    nbytes = {label: product_bytes(manifests[label]) for label in per_op}
+    ops = sorted(set(per_op["f32"]) | set(per_op["bf16"]), key=lambda op: -per_op["f32"].get(op, [0, 0])[0])
+    for op in ops[:18]:
+        cells = []
+        for label in ("f32", "bf16"):
+            us = per_op[label].get(op, [0.0, 0])[0]
+            bw = nbytes[label].get(op, 0) / (us / 1e6) / 1e12 if us and op in nbytes[label] else None
+            cells += [f"{us:.0f}", f"{bw:.2f}" if bw else ""]
+        ratio = per_op["f32"].get(op, [0, 0])[0] / max(per_op["bf16"].get(op, [0, 0])[0], 1e-9)
+        say(f"| {op} | " + " | ".join(cells) + f" | x{ratio:.2f} |")
+    totals = {label: sum(t[0] for t in per_op[label].values()) for label in per_op}
+    say(f"| **all** | {totals['f32']:.0f} | | {totals['bf16']:.0f} | | x{totals['f32'] / totals['bf16']:.2f} |")
+    say()
+    say("TB/s: the weight bytes the product reads a call (as bound; the routed experts' top-6 of 8) over its "
+        "kernel time; HBM's ceiling is 4.4 TB/s (BENCHMARKS.md).")
+    say()
+    say("### bf16: the 30 costliest decode kernels by launch shape (2 decode calls; each layer's kernels apart)")
+    say()
+    say("| kernel (grid x block) | launches | total us | mean us | share |")
+    say("|---|---|---|---|---|")
+    for line in kernel_rows["bf16"][:30]:
+        say(line.rstrip())
+open(out_md, "w").write("\n".join(lines) + "\n")
