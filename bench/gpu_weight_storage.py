@@ -158,10 +158,12 @@ if "time" in parts:
 
 
 # --- where a decode call's time goes ----------------------------------------
-def decode_ops(profile_path):
+def decode_ops(profile_path, by_shape=False):
+    """A decode call's kernel microseconds and launches by dsf op (by op and
+    launch shape, summed over the layers, with `by_shape`)."""
     ops = {}
     for line in open(profile_path):
-        m = re.match(r"\| (\S+) \([^)]*\) \| (\d+) \| ([0-9.]+) \|", line)
+        m = re.match(r"\| (\S+) \(([^)]*)\) \| (\d+) \| ([0-9.]+) \|", line)
         if not m:
             continue
         kernel = m.group(1)
@@ -171,9 +173,10 @@ def decode_ops(profile_path):
         if phase != "decode":
             continue
         op = re.sub(r"_\d+$", "", name.partition("__")[2]) or name
-        t = ops.setdefault(op, [0.0, 0])
-        t[0] += float(m.group(3)) / 2
-        t[1] += int(m.group(2)) // 2
+        key = (op, m.group(2), name.partition("__")[2]) if by_shape else op
+        t = ops.setdefault(key, [0.0, 0])
+        t[0] += float(m.group(4)) / 2
+        t[1] += int(m.group(3)) // 2
     return ops
 
 
@@ -203,7 +206,7 @@ if "profile" in parts:
         prof = os.path.join(work, f"storage-{label}.profile")
         run(path, ids, "--max-new-tokens", "3", profile=prof)
         per_op[label] = decode_ops(prof)
-        kernel_rows[label] = [line for line in open(prof) if line.startswith("| decode")]
+        kernel_rows[label] = decode_ops(prof, by_shape=True)
     say(f"## A decode call's kernel time by dsf op at {context} tokens (DSF_CUDA_PROFILE, 2 decode calls)")
     say()
     say("| dsf op (all layers) | f32 us | f32 TB/s | bf16 us | bf16 TB/s | f32 / bf16 |")
@@ -224,10 +227,11 @@ if "profile" in parts:
     say("TB/s: the weight bytes the product reads a call (as bound; the routed experts' top-6 of 8) over its "
         "kernel time; HBM's ceiling is 4.4 TB/s (BENCHMARKS.md).")
     say()
-    say("### bf16: the 30 costliest decode kernels by launch shape (2 decode calls; each layer's kernels apart)")
+    say("### bf16: a decode call's 30 costliest kernels, by kernel and launch shape, summed over the layers")
     say()
-    say("| kernel (grid x block) | launches | total us | mean us | share |")
+    say("| kernel (its op's n-th) | grid x block | launches a call | us a call | us a launch |")
     say("|---|---|---|---|---|")
-    for line in kernel_rows["bf16"][:30]:
-        say(line.rstrip())
+    rows = sorted(kernel_rows["bf16"].items(), key=lambda kv: -kv[1][0])
+    for (op, shape, kernel), (us, launches) in rows[:30]:
+        say(f"| {kernel} | {shape} | {launches} | {us:.0f} | {us / max(launches, 1):.1f} |")
 open(out_md, "w").write("\n".join(lines) + "\n")
