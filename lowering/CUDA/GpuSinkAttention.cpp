@@ -124,24 +124,25 @@ struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
     auto shared = [&](int64_t n) {
       return MemRefType::get({n}, b.getF32Type(), MemRefLayoutAttrInterface{}, workgroup);
     };
-    // One kernel of `kThreads` threads a block, built at `b`.
+    // One kernel of `kThreads` threads a block, built at `b` (the builder of
+    // the branch that launches it).
     auto buildKernel = [&](OpBuilder &b, const int64_t kThreads) {
-    const int64_t kWarps = kThreads / kWarp;
-    Value one = idx(b, 1);
-    auto launch = gpu::LaunchOp::create(b, loc, tokens, idx(b, a.heads), one, idx(b, kThreads), one, one, nullptr,
-                                        nullptr, ValueRange{},
-                                        TypeRange{shared(width), shared(columns), shared(kWarps), shared(kWarps)});
+      const int64_t kWarps = kThreads / kWarp;
+      Value one = idx(b, 1);
+      auto launch = gpu::LaunchOp::create(b, loc, tokens, idx(b, a.heads), one, idx(b, kThreads), one, one, nullptr,
+                                          nullptr, ValueRange{},
+                                          TypeRange{shared(width), shared(columns), shared(kWarps), shared(kWarps)});
 
-    OpBuilder k = OpBuilder::atBlockEnd(&launch.getBody().front());
-    Value qs = launch.getWorkgroupAttributions()[0], weights = launch.getWorkgroupAttributions()[1];
-    Value maxima = launch.getWorkgroupAttributions()[2], sums = launch.getWorkgroupAttributions()[3];
-    Value t = launch.getBlockIds().x, h = launch.getBlockIds().y, tid = launch.getThreadIds().x;
-    Value lane = arith::RemUIOp::create(k, loc, tid, idx(k, kWarp));
-    Value warp = arith::DivUIOp::create(k, loc, tid, idx(k, kWarp));
-    Value minusInf = f32c(k, -std::numeric_limits<double>::infinity());
-    Value scale = arith::ConstantOp::create(k, loc, a.scale);
-    auto cmp = [&](OpBuilder &o, arith::CmpIPredicate p, Value x, Value y) {
-      return arith::CmpIOp::create(o, loc, p, x, y).getResult();
+      OpBuilder k = OpBuilder::atBlockEnd(&launch.getBody().front());
+      Value qs = launch.getWorkgroupAttributions()[0], weights = launch.getWorkgroupAttributions()[1];
+      Value maxima = launch.getWorkgroupAttributions()[2], sums = launch.getWorkgroupAttributions()[3];
+      Value t = launch.getBlockIds().x, h = launch.getBlockIds().y, tid = launch.getThreadIds().x;
+      Value lane = arith::RemUIOp::create(k, loc, tid, idx(k, kWarp));
+      Value warp = arith::DivUIOp::create(k, loc, tid, idx(k, kWarp));
+      Value minusInf = f32c(k, -std::numeric_limits<double>::infinity());
+      Value scale = arith::ConstantOp::create(k, loc, a.scale);
+      auto cmp = [&](OpBuilder &o, arith::CmpIPredicate p, Value x, Value y) {
+        return arith::CmpIOp::create(o, loc, p, x, y).getResult();
     };
     auto add = [&](OpBuilder &o, Value x, Value y) { return arith::AddIOp::create(o, loc, x, y).getResult(); };
     auto ifThen = [&](OpBuilder &o, Value cond, function_ref<void(OpBuilder &)> then) {
@@ -150,10 +151,11 @@ struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
       then(w);
     };
     auto stridedLoop = [&](OpBuilder &o, Value from, Value to, int64_t step, function_ref<void(OpBuilder &, Value)> f) {
-      scf::ForOp::create(o, loc, from, to, idx(o, step), ValueRange{}, [&](OpBuilder &w, Location, Value i, ValueRange) {
-        f(w, i);
-        scf::YieldOp::create(w, loc);
-      });
+      scf::ForOp::create(o, loc, from, to, idx(o, step), ValueRange{},
+                         [&](OpBuilder &w, Location, Value i, ValueRange) {
+                           f(w, i);
+                           scf::YieldOp::create(w, loc);
+                         });
     };
     auto warpCombine = [&](OpBuilder &o, Value v, bool isMax) {
       return warpAllReduce(o, loc, v, [&](OpBuilder &w, Value mine, Value theirs) {
@@ -313,8 +315,9 @@ struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
       // stand in.
       auto any = scf::IfOp::create(k, loc, TypeRange(ValueRange(accs)), anyEntries, true);
       OpBuilder w = any.getThenBodyBuilder();
-      scf::YieldOp::create(w, loc,
-                           accumulate(w, accs, a.k, a.window, cache, [&](OpBuilder &o, Value s) { return entryRow(o, s).second; }));
+      scf::YieldOp::create(w, loc, accumulate(w, accs, a.k, a.window, cache, [&](OpBuilder &o, Value s) {
+                             return entryRow(o, s).second;
+                           }));
       OpBuilder e = any.getElseBodyBuilder();
       scf::YieldOp::create(e, loc, accs);
       accs = SmallVector<Value>(any.getResults());
@@ -333,7 +336,8 @@ struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
     } else {
       Value blocks = arith::MulIOp::create(b, loc, tokens, idx(b, a.heads));
       auto wide = scf::IfOp::create(
-          b, loc, TypeRange{}, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, blocks, idx(b, kWideBelowBlocks)),
+          b, loc, TypeRange{},
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, blocks, idx(b, kWideBelowBlocks)),
           /*withElse=*/true);
       OpBuilder decode = wide.getThenBodyBuilder(), prefill = wide.getElseBodyBuilder();
       buildKernel(decode, kWideThreads);
