@@ -2,8 +2,9 @@
 //
 // The few per-element formulas that dsf-to-linalg writes into generics and
 // that the CUDA passes write again into the kernels that replace a helper
-// (dsf-gpu-fuse-mhc, dsf-gpu-route-experts). Built from one definition, the
-// kernels' values are the linalg's by construction.
+// (dsf-gpu-fuse-mhc, dsf-gpu-route-experts) or a product (a weight stored
+// narrower, widened as it is read). Built from one definition, the kernels'
+// values are the linalg's by construction.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DSF_LOWERING_SCALARMATH_H
@@ -17,6 +18,16 @@ namespace mlir::dsf::lowering {
 
 inline Value f32Const(OpBuilder &b, Location loc, double v) {
   return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(v)));
+}
+
+/// A float narrower than f32: how a weight may be stored (bf16, f16).
+inline bool isNarrowFloat(Type t) { return llvm::isa<FloatType>(t) && t.getIntOrFloatBitWidth() < 32; }
+/// f32 or narrower: a weight's element that the kernels can read.
+inline bool isWidenableFloat(Type t) { return t.isF32() || isNarrowFloat(t); }
+
+/// `v` in f32: extended exactly when stored narrower, else itself.
+inline Value widenToF32(OpBuilder &b, Location loc, Value v) {
+  return isNarrowFloat(v.getType()) ? arith::ExtFOp::create(b, loc, b.getF32Type(), v).getResult() : v;
 }
 
 /// 1 / (1 + exp(-x)), as the reference writes it.

@@ -57,7 +57,7 @@ FailureOr<ExpertMatmul> match(linalg::GenericOp g, StringRef kind) {
       m.weight = load.getMemRef();
   });
   auto weightType = m.weight ? llvm::dyn_cast<MemRefType>(m.weight.getType()) : MemRefType();
-  if (!weightType || weightType.getRank() != 3 || !isWidenableFloat(weightType.getElementType()))
+  if (!weightType || weightType.getRank() != 3 || !lowering::isWidenableFloat(weightType.getElementType()))
     return g.emitOpError("dsf.experts: the body must read a [experts, out, in] float weight"), failure();
   unsigned inputRank = m.down ? 3 : 2, outputRank = m.down ? 2 : 3;
   if (llvm::cast<MemRefType>(m.input.getType()).getRank() != inputRank ||

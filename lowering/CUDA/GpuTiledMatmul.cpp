@@ -20,7 +20,7 @@ namespace {
 bool hasMultiplyAddBody(linalg::GenericOp g) {
   for (Value v : g->getOperands()) {
     Type element = llvm::cast<MemRefType>(v.getType()).getElementType();
-    if (!(v == g.getDpsInputs()[1] ? isWidenableFloat(element) : element.isF32()))
+    if (!(v == g.getDpsInputs()[1] ? lowering::isWidenableFloat(element) : element.isF32()))
       return false;
   }
   Block &body = g.getRegion().front();

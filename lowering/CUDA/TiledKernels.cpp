@@ -176,7 +176,7 @@ void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
     Value in = arith::AndIOp::create(o, loc, lessThan(o, i, bound), lessThan(o, col, K));
     auto branch = scf::IfOp::create(o, loc, TypeRange{o.getF32Type()}, in, /*withElse=*/true);
     OpBuilder t = branch.getThenBodyBuilder();
-    scf::YieldOp::create(t, loc, extendToF32(t, loc, load(t, loc, i, col)));
+    scf::YieldOp::create(t, loc, lowering::widenToF32(t, loc, load(t, loc, i, col)));
     OpBuilder e = branch.getElseBodyBuilder();
     scf::YieldOp::create(e, loc, zero);
     return branch.getResult(0);
@@ -261,12 +261,6 @@ void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
   OpBuilder end = OpBuilder::atBlockEnd(&entry);
   gpu::TerminatorOp::create(end, loc);
 }
-
-Value extendToF32(OpBuilder &b, Location loc, Value v) {
-  return v.getType().isF32() ? v : arith::ExtFOp::create(b, loc, b.getF32Type(), v).getResult();
-}
-
-bool isWidenableFloat(Type element) { return llvm::isa<FloatType>(element) && element.getIntOrFloatBitWidth() <= 32; }
 
 Value warpAllReduce(OpBuilder &b, Location loc, Value v, function_ref<Value(OpBuilder &, Value, Value)> combine) {
   constexpr int32_t kWarp = 32;
@@ -368,13 +362,13 @@ void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g) {
         }
         Value sum = acc[0];
         for (int64_t u = 0; u < kUnroll; ++u)
-          sum = arith::AddFOp::create(p, l, sum, arith::MulFOp::create(p, l, as[u], extendToF32(p, l, ws[u])));
+          sum = arith::AddFOp::create(p, l, sum, arith::MulFOp::create(p, l, as[u], lowering::widenToF32(p, l, ws[u])));
         scf::YieldOp::create(p, l, sum);
       });
   auto dot = scf::ForOp::create(t, loc, unrolledEnd, K, ci(stride), groups.getResults(),
                                 [&](OpBuilder &p, Location l, Value d, ValueRange acc) {
                                   Value a = g.loadA(p, l, m, d);
-                                  Value w = extendToF32(p, l, g.loadW(p, l, m, o, d));
+                                  Value w = lowering::widenToF32(p, l, g.loadW(p, l, m, o, d));
                                   scf::YieldOp::create(p, l, arith::AddFOp::create(p, l, acc[0],
                                                                                     arith::MulFOp::create(p, l, a, w))
                                                                  .getResult());

@@ -12,6 +12,8 @@
 #ifndef DSF_LOWERING_CUDA_TILEDKERNELS_H
 #define DSF_LOWERING_CUDA_TILEDKERNELS_H
 
+#include "lowering/ScalarMath.h"   // widenToF32, isWidenableFloat: a weight stored narrower
+
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
@@ -62,13 +64,6 @@ bool isIdentityBuffer(Type type, ArrayRef<int64_t> shape, Type element);
 /// sum) is still one order for any launch shape.
 Value warpAllReduce(OpBuilder &b, Location loc, Value v, function_ref<Value(OpBuilder &, Value, Value)> combine);
 
-/// `v` in f32: extended exactly when it is a narrower float (a bf16
-/// weight's element), else itself.
-Value extendToF32(OpBuilder &b, Location loc, Value v);
-/// Whether a weight buffer's elements are f32 or a float the kernels extend
-/// to f32 where they use it (bf16, f16).
-bool isWidenableFloat(Type element);
-
 /// "f32", "tf32", "3xtf32".
 std::optional<TileMath> parseTileMath(llvm::StringRef name);
 /// A pass's `math` option, or an error on `op` naming the pass and the value.
@@ -96,8 +91,8 @@ struct TiledGemm {
 void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g);
 
 /// Few rows: `split` warps per output (r < M, col < N), their lanes 32 apart
-/// along d (part p of the split from 32 p, 32 split apart), four depths an
-/// iteration with their loads issued together (then the lane's last ones
+/// along d (part p of the split from 32 p, 32 split apart), `unroll` depths
+/// an iteration with their loads issued together (then the lane's last ones
 /// singly; the same order of sums), partial sums added with xor shuffles;
 /// lane 0 stores, or with a split writes its part to shared memory and the
 /// output's first warp adds the parts in order and stores.

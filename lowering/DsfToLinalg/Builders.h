@@ -103,14 +103,6 @@ struct LoweringState {
 
 inline RankedTensorType tensorType(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
 
-/// A float narrower than f32: how a weight may be stored (bf16, f16).
-inline bool isNarrowFloat(Type t) { return llvm::isa<FloatType>(t) && t.getIntOrFloatBitWidth() < 32; }
-
-/// `v` in f32: extended exactly when stored narrower, else itself.
-inline Value widenToF32(OpBuilder &b, Location loc, Value v) {
-  return isNarrowFloat(v.getType()) ? arith::ExtFOp::create(b, loc, b.getF32Type(), v).getResult() : v;
-}
-
 /// An empty tensor of `type` shaped after `like`: a dynamic axis i takes
 /// like's axis i when both have the same rank (e.g. [tokens, entries]),
 /// otherwise like's axis 0 (the token axis).
