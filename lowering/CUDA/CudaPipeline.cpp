@@ -42,7 +42,12 @@ LogicalResult mlir::dsf::buildCudaPipelineFromLinalg(OpPassManager &pm, const Cu
   // (dsf-gpu-route-experts), each sink attention over the band and the
   // selected entries one kernel, a block per (token, head)
   // (dsf-gpu-sink-attention), the Sinkhorn rounds of other helpers one kernel
-  // (dsf-gpu-fuse-sinkhorn),
+  // (dsf-gpu-fuse-sinkhorn), constants and index computations sunk into each
+  // launch before it is outlined (gpu-launch-sink-index-computations:
+  // canonicalize hoists them to the host function, and the outlined kernels
+  // then took them as parameters — depth offsets, shuffle offsets — which
+  // cost registers and address arithmetic: the tiny V4.1's decode warp
+  // kernels 40-64 -> 18-31 registers in ptxas),
   // and once the
   // kernels are outlined dsf-place-buffers moves the host's own scratch to
   // the stack and proves the host code dereferences no device buffer: the
@@ -54,7 +59,7 @@ LogicalResult mlir::dsf::buildCudaPipelineFromLinalg(OpPassManager &pm, const Cu
                      std::string(options.batchInvariant ? "1024" : "256") + "},"
                      "convert-linalg-to-parallel-loops,"
                      "dsf-tile-parallel-loops{threads=128},"
-                     "func.func(gpu-map-parallel-loops{mapping-policy=innermost-first}),convert-parallel-loops-to-gpu,dsf-sink-globals-into-kernels,"
+                     "func.func(gpu-map-parallel-loops{mapping-policy=innermost-first}),convert-parallel-loops-to-gpu,dsf-sink-globals-into-kernels,gpu-launch-sink-index-computations,"
                      "gpu-kernel-outlining,dsf-name-kernels,dsf-place-buffers,dsf-merge-kernel-modules,convert-scf-to-cf,"
                      "expand-strided-metadata,nvvm-attach-target{chip=" + options.chip +
                      " features=+ptx80 O=3},lower-affine,"
