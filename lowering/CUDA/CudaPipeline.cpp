@@ -47,11 +47,10 @@ LogicalResult mlir::dsf::buildCudaPipelineFromLinalg(OpPassManager &pm, const Cu
   // canonicalize hoists them to the host function, and the outlined kernels
   // then took them as parameters — depth offsets, shuffle offsets — which
   // cost registers and address arithmetic: the tiny V4.1's decode warp
-  // kernels 40-64 -> 18-31 registers in ptxas),
-  // and once the
-  // kernels are outlined dsf-place-buffers moves the host's own scratch to
-  // the stack and proves the host code dereferences no device buffer: the
-  // runtime then queues the kernels without synchronizing between them.
+  // kernels 40-64 -> 18-31 registers in ptxas), and once the kernels are
+  // outlined dsf-place-buffers moves the host's own scratch to the stack and
+  // proves the host code dereferences no device buffer: the runtime then
+  // queues the kernels without synchronizing between them.
   std::string text = "canonicalize,convert-bufferization-to-memref,dsf-copies-to-linalg,dsf-gpu-fuse-mhc,dsf-gpu-select-topk,dsf-gpu-route-experts,dsf-gpu-sink-attention{batch-invariant=" + invariant + "},symbol-dce,dsf-gpu-fuse-sinkhorn,"
                      "dsf-gpu-grouped-experts{batch-invariant=" + invariant + " math=" + options.tileMath +
                      "},dsf-gpu-tiled-matmul{batch-invariant=" + invariant + " math=" + options.tileMath +
