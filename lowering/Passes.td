@@ -172,7 +172,7 @@ def GpuTiledMatmul : Pass<"dsf-gpu-tiled-matmul", "::mlir::ModuleOp"> {
                  Option<"math", "math", "std::string", "\"f32\"",
                         "The tiled kernel's arithmetic: f32 (SIMT), tf32 or 3xtf32 (tensor cores, mma.sync)">];
   let dependentDialects = ["::mlir::NVVM::NVVMDialect", "::mlir::LLVM::LLVMDialect", "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
-                           "::mlir::memref::MemRefDialect"];
+                           "::mlir::memref::MemRefDialect", "::mlir::vector::VectorDialect"];
 }
 
 def GpuGroupedExperts : Pass<"dsf-gpu-grouped-experts", "::mlir::ModuleOp"> {
@@ -198,7 +198,8 @@ def GpuGroupedExperts : Pass<"dsf-gpu-grouped-experts", "::mlir::ModuleOp"> {
                  Option<"math", "math", "std::string", "\"f32\"",
                         "The tiled kernel's arithmetic: f32 (SIMT), tf32 or 3xtf32 (tensor cores, mma.sync)">];
   let dependentDialects = ["::mlir::NVVM::NVVMDialect", "::mlir::LLVM::LLVMDialect", "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
-                           "::mlir::memref::MemRefDialect", "::mlir::linalg::LinalgDialect"];
+                           "::mlir::memref::MemRefDialect", "::mlir::linalg::LinalgDialect",
+                           "::mlir::vector::VectorDialect"];
 }
 
 def GpuBlockReduce : Pass<"dsf-gpu-block-reduce", "::mlir::ModuleOp"> {

@@ -24,6 +24,7 @@
 #include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Transforms/BufferDeallocationOpInterfaceImpl.h"
@@ -57,6 +58,7 @@
 #include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -70,7 +72,9 @@ inline void registerAllDialects(mlir::DialectRegistry &registry) {
                   mlir::cf::ControlFlowDialect, mlir::LLVM::LLVMDialect,
                   mlir::affine::AffineDialect>();
   // What the CUDA lowering goes through, and how its modules become LLVM IR.
-  registry.insert<mlir::gpu::GPUDialect, mlir::NVVM::NVVMDialect, mlir::index::IndexDialect>();
+  // vector: the warp kernels' paired weight loads (vector<2xbf16>).
+  registry.insert<mlir::gpu::GPUDialect, mlir::NVVM::NVVMDialect, mlir::index::IndexDialect,
+                  mlir::vector::VectorDialect>();
   mlir::NVVM::registerNVVMTargetInterfaceExternalModels(registry);
   mlir::registerBuiltinDialectTranslation(registry);
   mlir::registerLLVMDialectTranslation(registry);
@@ -88,6 +92,7 @@ inline void registerAllDialects(mlir::DialectRegistry &registry) {
   mlir::NVVM::registerConvertGpuToNVVMInterface(registry);
   mlir::gpu::registerConvertGpuToLLVMInterface(registry);
   mlir::ub::registerConvertUBToLLVMInterface(registry);
+  mlir::vector::registerConvertVectorToLLVMInterface(registry);
   mlir::arith::registerBufferizableOpInterfaceExternalModels(registry);
   mlir::linalg::registerBufferizableOpInterfaceExternalModels(registry);
   mlir::tensor::registerBufferizableOpInterfaceExternalModels(registry);

@@ -214,11 +214,15 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
         auto [tok, s] = tokenSlot(o, r);
         return loadInput(o, tok, s, d);
       };
-      gemv.loadW = [&](OpBuilder &o, Location l, Value r, Value col, Value d) {
+      gemv.weightIndices = [&](OpBuilder &o, Location l, Value r, Value col, Value d) {
         auto [tok, s] = tokenSlot(o, r);
         Value ex = toIndex(o, memref::LoadOp::create(o, l, m.experts, ValueRange{tok, s}));
-        return memref::LoadOp::create(o, l, m.weight, ValueRange{ex, col, d}).getResult();
+        return SmallVector<Value>{ex, col, d};
       };
+      gemv.loadW = [&](OpBuilder &o, Location l, Value r, Value col, Value d) {
+        return memref::LoadOp::create(o, l, m.weight, gemv.weightIndices(o, l, r, col, d)).getResult();
+      };
+      gemv.pairedWeight = pairableWeight(m.weight);
       gemv.store = [&](OpBuilder &o, Location, Value r, Value col, Value sum) {
         auto [tok, s] = tokenSlot(o, r);
         storeRow(o, tok, s, col, sum);

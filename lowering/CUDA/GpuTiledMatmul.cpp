@@ -102,10 +102,14 @@ void rewriteProduct(linalg::GenericOp g, bool grouped, int64_t minRows, bool bat
   p.loadA = [A, at](OpBuilder &o, Location l, Value r, Value d) {
     return memref::LoadOp::create(o, l, A, at(r, d)).getResult();
   };
-  p.loadW = [W, grouped, group](OpBuilder &o, Location l, Value col, Value d) {
-    return memref::LoadOp::create(o, l, W, grouped ? SmallVector<Value>{*group, col, d} : SmallVector<Value>{col, d})
-        .getResult();
+  auto weightAt = [grouped, group](OpBuilder &, Location, Value col, Value d) {
+    return grouped ? SmallVector<Value>{*group, col, d} : SmallVector<Value>{col, d};
   };
+  p.loadW = [W, weightAt](OpBuilder &o, Location l, Value col, Value d) {
+    return memref::LoadOp::create(o, l, W, weightAt(o, l, col, d)).getResult();
+  };
+  p.pairedWeight = pairableWeight(W);
+  p.weightIndices = weightAt;
   p.store = [C, at](OpBuilder &o, Location l, Value r, Value col, Value sum) {
     Value old = memref::LoadOp::create(o, l, C, at(r, col));
     memref::StoreOp::create(o, l, arith::AddFOp::create(o, l, old, sum), C, at(r, col));

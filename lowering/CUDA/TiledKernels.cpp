@@ -19,6 +19,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 namespace mlir::dsf {
 namespace {
@@ -298,6 +299,15 @@ int64_t warpGemvSplit(Value N, Value K, Value gridZ) {
   return split;
 }
 
+Value pairableWeight(Value W) {
+  auto type = llvm::dyn_cast<MemRefType>(W.getType());
+  if (!type || !type.getLayout().isIdentity() || !type.getElementType().isIntOrFloat() ||
+      type.getElementType().getIntOrFloatBitWidth() != 16 || type.getRank() == 0)
+    return Value();
+  int64_t row = type.getShape().back();
+  return ShapedType::isDynamic(row) || row % 2 ? Value() : W;
+}
+
 int64_t warpGemvUnroll(Type element) {
   int64_t bytes = std::max<int64_t>(1, element.getIntOrFloatBitWidth() / 8);
   return std::max<int64_t>(4, 16 / bytes);
@@ -333,52 +343,95 @@ void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g) {
   Value inN = arith::CmpIOp::create(k, loc, arith::CmpIPredicate::ult, o, N);
   auto inRange = scf::IfOp::create(k, loc, split > 1 ? TypeRange{k.getF32Type()} : TypeRange{}, inN, split > 1);
   OpBuilder t = inRange.getThenBodyBuilder();
-  Value zero = arith::ConstantFloatOp::create(t, loc, t.getF32Type(), APFloat(0.0f));
-  auto ci = [&](int64_t v) { return arith::ConstantIndexOp::create(t, loc, v).getResult(); };
   // The lane's depths are first, first + stride, ...: kUnroll of them an
   // iteration, their loads issued together (a warp's loads of one f32
   // weight row are then kUnroll x 128 B in flight, not 128 B: decode's
   // products are bound by the weights' bytes), added in the same order as
   // one at a time. The lane's last count mod kUnroll depths follow one at a
-  // time.
+  // time. With `width` 2 the same over pairs of depths, a pair one 32-bit
+  // load of the weight.
   const int64_t kUnroll = g.unroll;
   assert(kUnroll >= 1 && "at least one depth an iteration");
   int64_t stride = kWarp * split;
-  Value first = arith::AddIOp::create(t, loc, lane, arith::MulIOp::create(t, loc, part, ci(kWarp)));
-  Value has = arith::CmpIOp::create(t, loc, arith::CmpIPredicate::ugt, K, first);
-  Value left = arith::SelectOp::create(t, loc, has, arith::SubIOp::create(t, loc, K, first), ci(0));
-  Value count = arith::DivUIOp::create(t, loc, arith::AddIOp::create(t, loc, left, ci(stride - 1)), ci(stride));
-  Value unrolledEnd = arith::AddIOp::create(
-      t, loc, first,
-      arith::MulIOp::create(t, loc, arith::DivUIOp::create(t, loc, count, ci(kUnroll)), ci(kUnroll * stride)));
-  auto groups = scf::ForOp::create(
-      t, loc, first, unrolledEnd, ci(kUnroll * stride), ValueRange{zero},
-      [&](OpBuilder &p, Location l, Value d0, ValueRange acc) {
-        SmallVector<Value> as, ws;
-        for (int64_t u = 0; u < kUnroll; ++u) {
-          Value d = arith::AddIOp::create(p, l, d0, arith::ConstantIndexOp::create(p, l, u * stride));
-          as.push_back(g.loadA(p, l, m, d));
-          ws.push_back(g.loadW(p, l, m, o, d));
-        }
-        Value sum = acc[0];
-        for (int64_t u = 0; u < kUnroll; ++u)
-          sum = arith::AddFOp::create(p, l, sum, arith::MulFOp::create(p, l, as[u], lowering::widenToF32(p, l, ws[u])));
-        scf::YieldOp::create(p, l, sum);
-      });
-  auto dot = scf::ForOp::create(t, loc, unrolledEnd, K, ci(stride), groups.getResults(),
-                                [&](OpBuilder &p, Location l, Value d, ValueRange acc) {
-                                  Value a = g.loadA(p, l, m, d);
-                                  Value w = lowering::widenToF32(p, l, g.loadW(p, l, m, o, d));
-                                  scf::YieldOp::create(p, l, arith::AddFOp::create(p, l, acc[0],
-                                                                                    arith::MulFOp::create(p, l, a, w))
-                                                                 .getResult());
-                                });
-  Value sum = warpAllReduce(t, loc, dot.getResult(0), [&](OpBuilder &o, Value x, Value y) {
+  auto laneSum = [&](OpBuilder &t, int64_t width) -> Value {
+    auto ci = [&](int64_t v) { return arith::ConstantIndexOp::create(t, loc, v).getResult(); };
+    Value zero = arith::ConstantFloatOp::create(t, loc, t.getF32Type(), APFloat(0.0f));
+    int64_t unroll = std::max<int64_t>(1, kUnroll / width);
+    Value units = width == 1 ? K : arith::DivUIOp::create(t, loc, K, ci(width)).getResult();
+    // The weight's stored elements at depths d .. d + width - 1 (d a
+    // multiple of width), in order.
+    auto loadRun = [&](OpBuilder &p, Location l, Value d) -> SmallVector<Value> {
+      if (width == 1)
+        return {g.loadW(p, l, m, o, d)};
+      Type element = llvm::cast<MemRefType>(g.pairedWeight.getType()).getElementType();
+      int64_t bytes = width * element.getIntOrFloatBitWidth() / 8;
+      Value run = vector::LoadOp::create(p, l, VectorType::get({width}, element), g.pairedWeight,
+                                         g.weightIndices(p, l, m, o, d), /*nontemporal=*/false,
+                                         llvm::MaybeAlign(bytes));
+      SmallVector<Value> out;
+      for (int64_t e = 0; e < width; ++e)
+        out.push_back(vector::ExtractOp::create(p, l, run, e));
+      return out;
+    };
+    // Unit q's products added to acc, depth by depth; its loads first.
+    auto unitLoads = [&](OpBuilder &p, Location l, Value q, SmallVector<Value> &as, SmallVector<Value> &ws) {
+      Value d = width == 1 ? q : arith::MulIOp::create(p, l, q, arith::ConstantIndexOp::create(p, l, width)).getResult();
+      for (int64_t e = 0; e < width; ++e)
+        as.push_back(g.loadA(p, l, m, e ? arith::AddIOp::create(p, l, d, arith::ConstantIndexOp::create(p, l, e)).getResult() : d));
+      llvm::append_range(ws, loadRun(p, l, d));
+    };
+    auto addProducts = [&](OpBuilder &p, Location l, Value acc, ArrayRef<Value> as, ArrayRef<Value> ws) {
+      for (auto [a, w] : llvm::zip_equal(as, ws))
+        acc = arith::AddFOp::create(p, l, acc, arith::MulFOp::create(p, l, a, lowering::widenToF32(p, l, w)));
+      return acc;
+    };
+    Value first = arith::AddIOp::create(t, loc, lane, arith::MulIOp::create(t, loc, part, ci(kWarp)));
+    Value has = arith::CmpIOp::create(t, loc, arith::CmpIPredicate::ugt, units, first);
+    Value left = arith::SelectOp::create(t, loc, has, arith::SubIOp::create(t, loc, units, first), ci(0));
+    Value count = arith::DivUIOp::create(t, loc, arith::AddIOp::create(t, loc, left, ci(stride - 1)), ci(stride));
+    Value unrolledEnd = arith::AddIOp::create(
+        t, loc, first,
+        arith::MulIOp::create(t, loc, arith::DivUIOp::create(t, loc, count, ci(unroll)), ci(unroll * stride)));
+    auto groups = scf::ForOp::create(
+        t, loc, first, unrolledEnd, ci(unroll * stride), ValueRange{zero},
+        [&](OpBuilder &p, Location l, Value q0, ValueRange acc) {
+          SmallVector<Value> as, ws;
+          for (int64_t u = 0; u < unroll; ++u)
+            unitLoads(p, l, u ? arith::AddIOp::create(p, l, q0, arith::ConstantIndexOp::create(p, l, u * stride)).getResult() : q0,
+                      as, ws);
+          scf::YieldOp::create(p, l, addProducts(p, l, acc[0], as, ws));
+        });
+    auto tail = scf::ForOp::create(t, loc, unrolledEnd, units, ci(stride), groups.getResults(),
+                                   [&](OpBuilder &p, Location l, Value q, ValueRange acc) {
+                                     SmallVector<Value> as, ws;
+                                     unitLoads(p, l, q, as, ws);
+                                     scf::YieldOp::create(p, l, addProducts(p, l, acc[0], as, ws));
+                                   });
+    return tail.getResult(0);
+  };
+  Value laneTotal;
+  if (g.pairedWeight) {
+    // Pairs when the weight's base is 4-byte aligned (every buffer the
+    // runtime allocates is; the check costs one branch a warp).
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(t, loc, g.pairedWeight);
+    Value aligned = arith::CmpIOp::create(
+        t, loc, arith::CmpIPredicate::eq,
+        arith::RemUIOp::create(t, loc, base, arith::ConstantIndexOp::create(t, loc, 4)),
+        arith::ConstantIndexOp::create(t, loc, 0));
+    auto choose = scf::IfOp::create(t, loc, TypeRange{t.getF32Type()}, aligned, /*withElse=*/true);
+    OpBuilder pairs = choose.getThenBodyBuilder(), singles = choose.getElseBodyBuilder();
+    scf::YieldOp::create(pairs, loc, laneSum(pairs, 2));
+    scf::YieldOp::create(singles, loc, laneSum(singles, 1));
+    laneTotal = choose.getResult(0);
+  } else {
+    laneTotal = laneSum(t, 1);
+  }
+  Value sum = warpAllReduce(t, loc, laneTotal, [&](OpBuilder &o, Value x, Value y) {
     return arith::AddFOp::create(o, loc, x, y).getResult();
   });
   if (split == 1) {
-    auto write = scf::IfOp::create(t, loc, TypeRange{}, arith::CmpIOp::create(t, loc, arith::CmpIPredicate::eq, lane, ci(0)),
-                                   false);
+    Value lane0 = arith::CmpIOp::create(t, loc, arith::CmpIPredicate::eq, lane, arith::ConstantIndexOp::create(t, loc, 0));
+    auto write = scf::IfOp::create(t, loc, TypeRange{}, lane0, false);
     OpBuilder w = write.getThenBodyBuilder();
     g.store(w, loc, m, o, sum);
     gpu::TerminatorOp::create(k, loc);
@@ -448,6 +501,11 @@ scf::IfOp buildProductKernels(OpBuilder &b, Location loc, const Product &p, int6
   w.store = p.store;
   w.split = warpGemvSplit(p.N, p.K, p.gridZ);
   w.unroll = p.warpUnroll;
+  w.pairedWeight = p.pairedWeight;
+  if (p.weightIndices)
+    w.weightIndices = [indices = p.weightIndices](OpBuilder &o, Location l, Value, Value col, Value d) {
+      return indices(o, l, col, d);
+    };
   buildWarpGemv(e, loc, w);
   return choice;
 }

@@ -107,7 +107,21 @@ struct WarpGemv {
   std::function<void(OpBuilder &, Location, Value r, Value col, Value sum)> store;
   int64_t split = 1;  // 1, 2, 4 or 8 warps per output
   int64_t unroll = 4; // depths a lane loads together (warpGemvUnroll)
+  /// A weight whose depths a lane may read two at a time, one 32-bit load
+  /// each (pairableWeight), with its indices at (r, col, d); null: one depth
+  /// a load. Lane l then takes the depth pairs l, l + 32, ... (the same
+  /// bytes in flight: unroll / 2 pairs an iteration). The kernel checks the
+  /// base's 4-byte alignment and reads one depth a load when it fails.
+  Value pairedWeight;
+  std::function<SmallVector<Value>(OpBuilder &, Location, Value r, Value col, Value d)> weightIndices;
 };
+/// `W` when a warp kernel can read two of its elements with one 32-bit
+/// load: 16-bit elements, rows contiguous and of an even static length
+/// (an identity layout, so that every even depth of a row is 4-byte aligned
+/// once the base is); else null. On the H200 the same kernel by hand reads
+/// bf16 weights at 3.5-4.4 TB/s in pairs against 3.1-3.8 one at a time
+/// (bench/results/gpu-gemv-variants.md).
+Value pairableWeight(Value W);
 /// Depths a lane of the warp kernel loads together for a weight of
 /// `element`: 4 for f32, more for narrower elements, so that a warp keeps
 /// the same bytes of the weight in flight (bf16: 8).
@@ -131,6 +145,10 @@ struct Product {
   std::function<void(OpBuilder &, Location, Value r, Value col, Value sum)> store;
   TileMath math = TileMath::F32;   // of the tiled kernel
   int64_t warpUnroll = 4;          // of the warp kernel (warpGemvUnroll)
+  /// Of the warp kernel (see WarpGemv): W when pairableWeight, and its
+  /// indices at (col, d).
+  Value pairedWeight;
+  std::function<SmallVector<Value>(OpBuilder &, Location, Value col, Value d)> weightIndices;
 };
 /// An scf.if on M >= minRows: the tiled kernel, else (when `warpBelow`) a
 /// warp per output; without `warpBelow` the else branch is left empty for
