@@ -105,3 +105,34 @@ func.func @down(%experts: memref<?x2xi32>, %h: memref<?x2x32xf32>, %w: memref<4x
   }
   return
 }
+
+// -----
+
+// A bf16 expert weight: the warp kernel reads each slot's expert row two
+// depths a 32-bit load when the weight's base is 4-byte aligned (one at a
+// time otherwise), and widens after the loads.
+// CHECK-LABEL: func.func @project_bf16
+// CHECK: memref.extract_aligned_pointer_as_index %arg2 : memref<4x32x64xbf16> -> index
+// CHECK: scf.if %{{.*}} -> (f32) {
+// CHECK: vector.load %arg2[%{{.*}}, %{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<4x32x64xbf16>, vector<2xbf16>
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: } else {
+// CHECK: memref.load %arg2[%{{.*}}, %{{.*}}, %{{.*}}] : memref<4x32x64xbf16>
+#e = affine_map<(t, s, i, d) -> (t, s)>
+#x = affine_map<(t, s, i, d) -> (t, d)>
+#g = affine_map<(t, s, i, d) -> (t, s, i)>
+func.func @project_bf16(%experts: memref<?x2xi32>, %x: memref<?x64xf32>, %w: memref<4x32x64xbf16>, %g: memref<?x2x32xf32>) {
+  linalg.generic {indexing_maps = [#e, #x, #g], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%experts, %x : memref<?x2xi32>, memref<?x64xf32>) outs(%g : memref<?x2x32xf32>) attrs = {dsf.experts = "project"} {
+  ^bb0(%e: i32, %a: f32, %acc: f32):
+    %ei = arith.index_cast %e : i32 to index
+    %i = linalg.index 2 : index
+    %d = linalg.index 3 : index
+    %wv = memref.load %w[%ei, %i, %d] : memref<4x32x64xbf16>
+    %wf = arith.extf %wv : bf16 to f32
+    %p = arith.mulf %wf, %a : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
