@@ -178,21 +178,23 @@ def main(argv, title=None, script="bench/gpu_build_ab.py", labels=("new", "ancho
 
     # --- time -------------------------------------------------------------------
     if "time" in parts:
-        times = {}
+        times, launches = {}, {}
         for label in (anchor_label, new_label):
             stderr, wall = run(artifacts[label], ids, "--max-new-tokens", "9", "--timing", "--warmup", "1")
             prefill = float(re.search(r"prefill \d+ tokens ([0-9.]+) s", stderr).group(1))
             d = re.search(r"decode (\d+) tokens ([0-9.]+) s", stderr)
             times[label] = (prefill, float(d.group(2)) / int(d.group(1)))
+            n = re.search(r"decode (\d+) GPU kernel launches a call", stderr)
+            launches[label] = n.group(1) if n else "?"
         say(f"## Time at {context} tokens (prefill after a warm-up prefill; 8 decode tokens)")
         say()
-        say("| artifact | prefill s | decode ms a token | the weight bytes a decode token touches / 4.4 TB/s |")
-        say("|---|---|---|---|")
+        say("| artifact | prefill s | decode ms a token | decode launches a call | the weight bytes a decode token touches / 4.4 TB/s |")
+        say("|---|---|---|---|---|")
         for label in (anchor_label, new_label):
-            say(f"| {label} | {times[label][0]:.2f} | {times[label][1] * 1e3:.2f} | "
+            say(f"| {label} | {times[label][0]:.2f} | {times[label][1] * 1e3:.2f} | {launches[label]} | "
                 f"{bound_bytes(manifests[label])[1] / HBM * 1e3:.2f} ms |")
         a, n = times[anchor_label], times[new_label]
-        say(f"| {anchor_label} / {new_label} | x{a[0] / n[0]:.2f} | x{a[1] / n[1]:.2f} | |")
+        say(f"| {anchor_label} / {new_label} | x{a[0] / n[0]:.2f} | x{a[1] / n[1]:.2f} | | |")
         say()
 
     # --- where a decode call's time goes ------------------------------------

@@ -152,7 +152,10 @@ def GpuTiledMatmul : Pass<"dsf-gpu-tiled-matmul", "::mlir::ModuleOp"> {
     `scf.if` takes a second kernel instead: a warp per output, its lanes
     reading the weight's row 32 consecutive values at a time (coalesced)
     and adding their partial sums with shuffles. Still f32: the same sums in
-    another order.
+    another order. Each kernel writes every output once: when C was zeroed
+    just before (the `linalg.fill` that dsf-to-linalg puts before every
+    projection), they store their sums instead of adding them to C, and the
+    fill, a kernel of its own, goes.
 
     With `batch-invariant`, the few-rows case keeps the generic (one thread
     per output) instead: it adds the products in the same order as the tiled
@@ -224,7 +227,9 @@ def GpuBlockReduce : Pass<"dsf-gpu-block-reduce", "::mlir::ModuleOp"> {
     block takes a few.) The CUDA pipeline keeps 1,024 for --batch-invariant:
     at 256 the tiny V4.1's decode and prefill no longer agree bit for bit on
     the H200 (1e-6 before the FP4 quantizers; the sum at fault is not yet
-    traced), at 1,024 they do.
+    traced), at 1,024 they do. When the output was filled with the
+    combination's identity just before (a norm's zeroed sum), lane 0 writes
+    the total without reading the output and the fill goes: a launch less.
   }];
   let options = [Option<"minSumPoints", "min-sum-points", "int64_t", "256",
                         "Static reduction length from which float sums run as a block per output">];

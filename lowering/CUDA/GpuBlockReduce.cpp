@@ -16,6 +16,7 @@
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 
 namespace mlir::dsf {
 #define GEN_PASS_DEF_GPUBLOCKREDUCE
@@ -116,6 +117,17 @@ struct GpuBlockReducePass : impl::GpuBlockReduceBase<GpuBlockReducePass> {
       identity = arith::ConstantFloatOp::create(k, loc, k.getF32Type(),
                                                 APFloat::getInf(APFloat::IEEEsingle(), /*Negative=*/isMax));
     }
+    // The output filled with the identity just before (a sum's zero, a
+    // maximum's -inf, an integer count's 0): the block's result is the
+    // output's value, written without reading it, and the fill's kernel
+    // goes (one of a norm's three launches).
+    linalg::FillOp initialized = fillBefore(g, g.getDpsInits()[0]);
+    if (initialized) {
+      Attribute fillValue, identityValue;
+      if (!matchPattern(initialized.getDpsInputs()[0], m_Constant(&fillValue)) ||
+          !matchPattern(identity, m_Constant(&identityValue)) || fillValue != identityValue)
+        initialized = nullptr;
+    }
     auto strided = scf::ForOp::create(
         k, loc, tid, points, idx(k, kThreads), ValueRange{identity},
         [&](OpBuilder &o, Location l, Value point, ValueRange acc) {
@@ -164,14 +176,19 @@ struct GpuBlockReducePass : impl::GpuBlockReduceBase<GpuBlockReducePass> {
       OpBuilder w = write.getThenBodyBuilder();
       SmallVector<Value> outIndex(index.begin(), index.begin() + parallel);
       Value output = g.getDpsInits()[0];
-      Value old = memref::LoadOp::create(w, loc, output, outIndex);
-      BlockArgument out = body.getArguments().back();
-      // The generic's own combination of the output's value with the rest.
-      Value combined = combineOp->getOperand(0) == out ? combine(w, old, total) : combine(w, total, old);
+      Value combined = total;
+      if (!initialized) {
+        Value old = memref::LoadOp::create(w, loc, output, outIndex);
+        BlockArgument out = body.getArguments().back();
+        // The generic's own combination of the output's value with the rest.
+        combined = combineOp->getOperand(0) == out ? combine(w, old, total) : combine(w, total, old);
+      }
       memref::StoreOp::create(w, loc, combined, output, outIndex);
     }
     gpu::TerminatorOp::create(k, loc);
     g.erase();
+    if (initialized)
+      initialized.erase();
   }
 
   void runOnOperation() override {

@@ -9,6 +9,7 @@
 #include "lowering/Passes.h"
 
 #include "mlir/IR/AffineMap.h"
+#include "mlir/IR/Matchers.h"
 
 namespace mlir::dsf {
 #define GEN_PASS_DEF_GPUTILEDMATMUL
@@ -110,17 +111,30 @@ void rewriteProduct(linalg::GenericOp g, bool grouped, int64_t minRows, bool bat
   };
   p.pairedWeight = pairableWeight(W);
   p.weightIndices = weightAt;
-  p.store = [C, at](OpBuilder &o, Location l, Value r, Value col, Value sum) {
-    Value old = memref::LoadOp::create(o, l, C, at(r, col));
-    memref::StoreOp::create(o, l, arith::AddFOp::create(o, l, old, sum), C, at(r, col));
+  // Each kernel stores every output once, its whole sum: with C just
+  // zeroed it stores the sum instead of adding it to C, and the fill's own
+  // kernel (a launch a projection) goes.
+  linalg::FillOp zeroed = fillBefore(g, C);
+  if (zeroed && !matchPattern(zeroed.getDpsInputs()[0], m_AnyZeroFloat()))
+    zeroed = nullptr;
+  p.store = [C, at, overwrite = bool(zeroed)](OpBuilder &o, Location l, Value r, Value col, Value sum) {
+    if (!overwrite)
+      sum = arith::AddFOp::create(o, l, memref::LoadOp::create(o, l, C, at(r, col)), sum);
+    memref::StoreOp::create(o, l, sum, C, at(r, col));
   };
   p.math = math;
   p.warpUnroll = warpGemvUnroll(llvm::cast<MemRefType>(W.getType()).getElementType());
   scf::IfOp choice = buildProductKernels(b, loc, p, minRows, /*warpBelow=*/!batchInvariant);
-  if (batchInvariant)
+  if (batchInvariant) {
+    // The generic that stays for few rows adds to C: its fill goes with it.
     g->moveBefore(choice.elseBlock()->getTerminator());
-  else
+    if (zeroed)
+      zeroed->moveBefore(g);
+  } else {
     g.erase();
+    if (zeroed)
+      zeroed.erase();
+  }
 }
 
 struct GpuTiledMatmulPass : impl::GpuTiledMatmulBase<GpuTiledMatmulPass> {

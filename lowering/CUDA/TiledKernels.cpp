@@ -20,11 +20,45 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace mlir::dsf {
 namespace {
 constexpr int64_t kDepth = 16, kThreads = 256, kPerThread = 4;
 } // namespace
+
+namespace {
+/// The buffer a view is of (through subviews, casts, reshapes).
+Value viewRoot(Value v) {
+  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
+    v = view.getViewSource();
+  return v;
+}
+} // namespace
+
+linalg::FillOp fillBefore(linalg::GenericOp g, Value buffer) {
+  // An input that is (a view of) the buffer would read the fill's values.
+  for (Value input : g.getDpsInputs())
+    if (viewRoot(input) == viewRoot(buffer))
+      return {};
+  for (Operation *op = g->getPrevNode(); op; op = op->getPrevNode()) {
+    if (auto fill = dyn_cast<linalg::FillOp>(op))
+      return fill.hasPureBufferSemantics() && fill.getDpsInits()[0] == buffer ? fill : linalg::FillOp();
+    if (isMemoryEffectFree(op))
+      continue;
+    auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+    if (!effects || op->getNumRegions())
+      return {};
+    SmallVector<MemoryEffects::EffectInstance> list;
+    effects.getEffects(list);
+    if (!llvm::all_of(list, [](const MemoryEffects::EffectInstance &e) {
+          return isa<MemoryEffects::Allocate>(e.getEffect());
+        }))
+      return {};
+  }
+  return {};
+}
 
 Value ceilDiv(OpBuilder &b, Location loc, Value x, int64_t by) {
   auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };

@@ -87,6 +87,52 @@ func.func @long_sum(%x: memref<?x5120xf32>, %s: memref<?xf32>) {
 
 // -----
 
+// The output filled with the combination's identity just before (a norm's
+// zeroed sum; an allocation between touches nothing): the block writes its
+// result without reading the output, and the fill goes. A fill of another
+// value stays, and the block adds to it.
+// CHECK-LABEL: func.func @zeroed_sum
+// CHECK-NOT: linalg.fill
+// CHECK: gpu.launch
+// CHECK-COUNT-5: gpu.shuffle  xor
+// CHECK-NOT: memref.load %arg1[
+// CHECK: memref.store %{{.*}}, %arg1[%{{.*}}] : memref<?xf32>
+// CHECK-LABEL: func.func @offset_sum
+// CHECK: linalg.fill
+// CHECK: gpu.launch
+// CHECK: %[[OLD:.*]] = memref.load %arg1[%{{.*}}] : memref<?xf32>
+// CHECK: arith.addf %[[OLD]]
+#x = affine_map<(t, j) -> (t, j)>
+#t = affine_map<(t, j) -> (t)>
+func.func @zeroed_sum(%x: memref<?x5120xf32>, %s: memref<?xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%s : memref<?xf32>)
+  %scratch = memref.alloc() : memref<4xf32>
+  linalg.generic {indexing_maps = [#x, #t], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<?x5120xf32>) outs(%s : memref<?xf32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %sq = arith.mulf %v, %v : f32
+    %r = arith.addf %acc, %sq : f32
+    linalg.yield %r : f32
+  }
+  memref.dealloc %scratch : memref<4xf32>
+  return
+}
+func.func @offset_sum(%x: memref<?x5120xf32>, %s: memref<?xf32>) {
+  %one = arith.constant 1.0 : f32
+  linalg.fill ins(%one : f32) outs(%s : memref<?xf32>)
+  linalg.generic {indexing_maps = [#x, #t], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<?x5120xf32>) outs(%s : memref<?xf32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %sq = arith.mulf %v, %v : f32
+    %r = arith.addf %acc, %sq : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
 // Shorter or dynamic float sums keep their order: left as they are. So are
 // reductions whose output is not indexed by the parallel dimensions alone.
 // CHECK-LABEL: func.func @short_sum

@@ -277,3 +277,114 @@ func.func @bf16_view(%x: memref<?x128xf32>, %all: memref<96x256xbf16>, %at: inde
   }
   return
 }
+
+// -----
+
+// C zeroed right before the product (an allocation between is no memory
+// access of C): each kernel stores its sums instead of adding them to C,
+// and the fill (a kernel of its own) goes. With batch-invariant the generic
+// that stays for few rows still adds to C, so the fill moves in with it.
+// CHECK-LABEL: func.func @zeroed
+// CHECK-NOT: linalg.fill
+// CHECK: gpu.launch
+// CHECK-NOT: memref.load %arg2[
+// CHECK: memref.store %{{.*}}, %arg2[%{{.*}}, %{{.*}}] : memref<?x96xf32>
+// CHECK: gpu.terminator
+// CHECK: gpu.launch
+// CHECK-NOT: memref.load %arg2[
+// CHECK: memref.store %{{.*}}, %arg2[%{{.*}}, %{{.*}}] : memref<?x96xf32>
+// CHECK-NOT: linalg.fill
+// CHECK: return
+// INVARIANT-LABEL: func.func @zeroed
+// INVARIANT-NOT: linalg.fill
+// INVARIANT: gpu.launch
+// INVARIANT-NOT: memref.load %arg2[
+// INVARIANT: memref.store %{{.*}}, %arg2
+// INVARIANT: } else {
+// INVARIANT-NEXT: linalg.fill ins(%{{.*}} : f32) outs(%arg2 : memref<?x96xf32>)
+// INVARIANT-NEXT: linalg.generic
+// A fill of another value, or a write of C between, keeps the fill and the
+// kernels' additions.
+// CHECK-LABEL: func.func @not_zeroed
+// CHECK: linalg.fill
+// CHECK: gpu.launch
+// CHECK: %[[OLD:.*]] = memref.load %arg2[%{{.*}}, %{{.*}}] : memref<?x96xf32>
+// CHECK: arith.addf %[[OLD]]
+// CHECK-LABEL: func.func @written_between
+// CHECK: linalg.fill
+// CHECK: memref.store
+// CHECK: gpu.launch
+// CHECK: %[[OLD:.*]] = memref.load %arg2[%{{.*}}, %{{.*}}] : memref<?x96xf32>
+// CHECK: arith.addf %[[OLD]]
+#a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#b = affine_map<(d0, d1, d2) -> (d1, d2)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @zeroed(%x: memref<?x128xf32>, %w: memref<96x128xf32>, %y: memref<?x96xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%y : memref<?x96xf32>)
+  %scratch = memref.alloc() : memref<4xf32>
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<?x128xf32>, memref<96x128xf32>) outs(%y : memref<?x96xf32>) {
+  ^bb0(%in: f32, %in_0: f32, %out: f32):
+    %p = arith.mulf %in, %in_0 : f32
+    %s = arith.addf %out, %p : f32
+    linalg.yield %s : f32
+  }
+  memref.dealloc %scratch : memref<4xf32>
+  return
+}
+func.func @not_zeroed(%x: memref<?x128xf32>, %w: memref<96x128xf32>, %y: memref<?x96xf32>) {
+  %one = arith.constant 1.0 : f32
+  linalg.fill ins(%one : f32) outs(%y : memref<?x96xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<?x128xf32>, memref<96x128xf32>) outs(%y : memref<?x96xf32>) {
+  ^bb0(%in: f32, %in_0: f32, %out: f32):
+    %p = arith.mulf %in, %in_0 : f32
+    %s = arith.addf %out, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+func.func @written_between(%x: memref<?x128xf32>, %w: memref<96x128xf32>, %y: memref<?x96xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %c0 = arith.constant 0 : index
+  linalg.fill ins(%zero : f32) outs(%y : memref<?x96xf32>)
+  memref.store %one, %y[%c0, %c0] : memref<?x96xf32>
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<?x128xf32>, memref<96x128xf32>) outs(%y : memref<?x96xf32>) {
+  ^bb0(%in: f32, %in_0: f32, %out: f32):
+    %p = arith.mulf %in, %in_0 : f32
+    %s = arith.addf %out, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// The product reads the zeroed buffer itself (through a view): the fill
+// stays, since the product reads its zeros.
+// CHECK-LABEL: func.func @reads_zeroed
+// CHECK: linalg.fill
+// CHECK: gpu.launch
+// CHECK: %[[OLD:.*]] = memref.load %arg1[%{{.*}}, %{{.*}}] : memref<?x96xf32>
+// CHECK: arith.addf %[[OLD]]
+#a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#b = affine_map<(d0, d1, d2) -> (d1, d2)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @reads_zeroed(%w: memref<96x64xf32>, %y: memref<?x96xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %y, %c0 : memref<?x96xf32>
+  linalg.fill ins(%zero : f32) outs(%y : memref<?x96xf32>)
+  %in = memref.subview %y[0, 0] [%n, 64] [1, 1] : memref<?x96xf32> to memref<?x64xf32, strided<[96, 1]>>
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%in, %w : memref<?x64xf32, strided<[96, 1]>>, memref<96x64xf32>) outs(%y : memref<?x96xf32>) {
+  ^bb0(%i: f32, %i_0: f32, %o: f32):
+    %p = arith.mulf %i, %i_0 : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
