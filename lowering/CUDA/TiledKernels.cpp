@@ -26,9 +26,7 @@
 namespace mlir::dsf {
 namespace {
 constexpr int64_t kDepth = 16, kThreads = 256, kPerThread = 4;
-} // namespace
 
-namespace {
 /// The buffer a view is of (through subviews, casts, reshapes).
 Value viewRoot(Value v) {
   while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
@@ -407,13 +405,15 @@ void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g) {
         out.push_back(vector::ExtractOp::create(p, l, run, e));
       return out;
     };
-    // Unit q's products added to acc, depth by depth; its loads first.
+    // Unit q's loads (depths width q .. width q + width - 1): A's values to
+    // `as`, the weight's stored elements to `ws`.
     auto unitLoads = [&](OpBuilder &p, Location l, Value q, SmallVector<Value> &as, SmallVector<Value> &ws) {
       Value d = width == 1 ? q : arith::MulIOp::create(p, l, q, arith::ConstantIndexOp::create(p, l, width)).getResult();
       for (int64_t e = 0; e < width; ++e)
         as.push_back(g.loadA(p, l, m, e ? arith::AddIOp::create(p, l, d, arith::ConstantIndexOp::create(p, l, e)).getResult() : d));
       llvm::append_range(ws, loadRun(p, l, d));
     };
+    // acc plus each a times its w (widened), in order.
     auto addProducts = [&](OpBuilder &p, Location l, Value acc, ArrayRef<Value> as, ArrayRef<Value> ws) {
       for (auto [a, w] : llvm::zip_equal(as, ws))
         acc = arith::AddFOp::create(p, l, acc, arith::MulFOp::create(p, l, a, lowering::widenToF32(p, l, w)));
