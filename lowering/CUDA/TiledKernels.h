@@ -61,10 +61,9 @@ bool isIdentityBuffer(Type type, ArrayRef<int64_t> shape, Type element);
 /// The linalg.fill of `buffer` when it is the last op before `g` with a
 /// memory effect other than an allocation (so that `g` finds `buffer` as
 /// the fill left it) and no input of `g` is (a view of) `buffer`; else
-/// null. A kernel that writes each of `g`'s outputs
-/// once, combined with the fill's value, can then write its result alone
-/// when that value is the combination's identity, and the fill (a kernel of
-/// its own) can go.
+/// null. A kernel that writes each of `g`'s outputs once, combined with
+/// the fill's value, can then write its result alone when that value is the
+/// combination's identity, and the fill (a kernel of its own) can go.
 linalg::FillOp fillBefore(linalg::GenericOp g, Value buffer);
 
 /// `v` combined over the 32 lanes of a warp, every lane getting the result:
