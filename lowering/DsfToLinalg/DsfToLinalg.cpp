@@ -150,6 +150,13 @@ std::vector<float> ropeFrequencies(RopeAttr rope) {
   return std::vector<float>(f.begin(), f.end());
 }
 
+/// RoPE on the last `dims` channels, a pair (2i, 2i + 1) an iteration: the
+/// generic updates two strided slices of the input (its even and its odd
+/// rope channels) in place, so the nope channels are neither read nor
+/// written and each pair's angle gets one cos and one sin. Bufferized, the
+/// slices are views of the input's buffer (copied first only when the
+/// unrotated input is used again); on the GPU a decode query's rope is 64 x
+/// 32 pairs, not 64 x 512 channels.
 struct RopeLowering : DsfPattern<RopeOp> {
   using DsfPattern::DsfPattern;
   LogicalResult matchAndRewrite(RopeOp op, OpAdaptor adaptor, ConversionPatternRewriter &b) const override {
@@ -163,40 +170,39 @@ struct RopeLowering : DsfPattern<RopeOp> {
     auto freqType = RankedTensorType::get({int64_t(freqs.size())}, b.getF32Type());
     Value freqTable = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(freqType, ArrayRef<float>(freqs)));
     bool inverse = op.getInverse();
-    auto out = linalg::GenericOp::create(
-        b, loc, TypeRange{type}, ValueRange{x, adaptor.getPositions()}, ValueRange{emptyTensor(b, loc, type, x)},
-        ArrayRef<AffineMap>{pick(ctx, r, range(0, r)), pick(ctx, r, {0}), pick(ctx, r, range(0, r))}, iterators(r),
+    // Channel nope + 2i + parity of every row, i < dims / 2.
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
+    sizes.back() = b.getIndexAttr(dims / 2);
+    SmallVector<OpFoldResult> strides(r, b.getIndexAttr(1));
+    strides.back() = b.getIndexAttr(2);
+    auto offsets = [&](int64_t parity) {
+      SmallVector<OpFoldResult> at(r, b.getIndexAttr(0));
+      at.back() = b.getIndexAttr(nope + parity);
+      return at;
+    };
+    Value even = tensor::ExtractSliceOp::create(b, loc, x, offsets(0), sizes, strides);
+    Value odd = tensor::ExtractSliceOp::create(b, loc, x, offsets(1), sizes, strides);
+    auto all = pick(ctx, r, range(0, r));
+    auto pairs = linalg::GenericOp::create(
+        b, loc, TypeRange{even.getType(), odd.getType()}, ValueRange{adaptor.getPositions()}, ValueRange{even, odd},
+        ArrayRef<AffineMap>{pick(ctx, r, {0}), all, all}, iterators(r),
         [&](OpBuilder &nb, Location l, ValueRange a) {
-          auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(nb, l, v).getResult(); };
-          Value c = linalg::IndexOp::create(nb, l, r - 1);
-          // j: the channel within the rope part (clamped so that the unused
-          // branch of a nope channel reads in bounds).
-          Value j = arith::MaxSIOp::create(nb, l, arith::SubIOp::create(nb, l, c, idx(nope)), idx(0));
-          Value odd = arith::RemUIOp::create(nb, l, j, idx(2));
-          Value pair = arith::DivUIOp::create(nb, l, j, idx(2));
-          Value partner = arith::AddIOp::create(nb, l, idx(nope),
-                                                arith::SubIOp::create(nb, l, arith::AddIOp::create(nb, l, j, idx(1)),
-                                                                      arith::MulIOp::create(nb, l, odd, idx(2))));
-          SmallVector<Value> at;
-          for (unsigned d = 0; d + 1 < r; ++d)
-            at.push_back(linalg::IndexOp::create(nb, l, d));
-          at.push_back(partner);
-          Value other = tensor::ExtractOp::create(nb, l, x, at);
+          Value pair = linalg::IndexOp::create(nb, l, r - 1);
           Value freq = tensor::ExtractOp::create(nb, l, freqTable, ValueRange{pair});
-          Value pos = arith::SIToFPOp::create(nb, l, nb.getF32Type(), a[1]);
+          Value pos = arith::SIToFPOp::create(nb, l, nb.getF32Type(), a[0]);
           Value angle = arith::MulFOp::create(nb, l, pos, freq);
           if (inverse)
             angle = arith::NegFOp::create(nb, l, angle);
           Value cs = math::CosOp::create(nb, l, angle), sn = math::SinOp::create(nb, l, angle);
           // even: x cos - x' sin; odd: x cos + x' sin (x' the pair's other channel)
-          Value isOdd = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, odd, idx(1));
-          Value ps = arith::MulFOp::create(nb, l, other, sn);
-          Value rotated = arith::SelectOp::create(nb, l, isOdd, arith::AddFOp::create(nb, l, arith::MulFOp::create(nb, l, a[0], cs), ps),
-                                                  arith::SubFOp::create(nb, l, arith::MulFOp::create(nb, l, a[0], cs), ps));
-          Value isRope = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge, c, idx(nope));
-          linalg::YieldOp::create(nb, l, arith::SelectOp::create(nb, l, isRope, rotated, a[0]).getResult());
+          auto mul = [&](Value p, Value q) { return arith::MulFOp::create(nb, l, p, q).getResult(); };
+          Value evenOut = arith::SubFOp::create(nb, l, mul(a[1], cs), mul(a[2], sn));
+          Value oddOut = arith::AddFOp::create(nb, l, mul(a[2], cs), mul(a[1], sn));
+          linalg::YieldOp::create(nb, l, ValueRange{evenOut, oddOut});
         });
-    b.replaceOp(op, out.getResults());
+    Value out = tensor::InsertSliceOp::create(b, loc, pairs.getResult(0), x, offsets(0), sizes, strides);
+    out = tensor::InsertSliceOp::create(b, loc, pairs.getResult(1), out, offsets(1), sizes, strides);
+    b.replaceOp(op, out);
     return success();
   }
 };

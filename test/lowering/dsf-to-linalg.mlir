@@ -63,3 +63,40 @@ dsf.model @m attributes {family = "deepseek_v41", vocab_size = 16, hidden_size =
     return %o1, %o2, %o3 : tensor<?x1x8xf32>, tensor<?x1x8xf32>, tensor<?x1x8xf32>
   }
 }
+
+// -----
+
+// RoPE on the last `dims` channels: two strided slices of the input (its
+// even and its odd rope channels, from channel width - dims) updated by one
+// generic a pair an iteration (one cos and one sin of the pair's angle;
+// the inverse negates the angle), then inserted back where they came from:
+// the nope channels are not touched.
+// CHECK-LABEL: func.func @rope(
+// CHECK: %[[FREQ:.*]] = arith.constant dense<{{.*}}> : tensor<2xf32>
+// CHECK: %[[EVEN:.*]] = tensor.extract_slice %[[Q:.*]][0, 0, 4] [%{{.*}}, 2, 2] [1, 1, 2] : tensor<?x2x8xf32> to tensor<?x2x2xf32>
+// CHECK: %[[ODD:.*]] = tensor.extract_slice %[[Q]][0, 0, 5] [%{{.*}}, 2, 2] [1, 1, 2] : tensor<?x2x8xf32> to tensor<?x2x2xf32>
+// CHECK: %[[PAIRS:.*]]:2 = linalg.generic {{.*}} ins(%{{.*}} : tensor<?xi32>) outs(%[[EVEN]], %[[ODD]] : tensor<?x2x2xf32>, tensor<?x2x2xf32>)
+// CHECK: ^bb0(%[[POS:.*]]: i32, %[[E:.*]]: f32, %[[O:.*]]: f32):
+// CHECK: %[[I:.*]] = linalg.index 2 : index
+// CHECK: tensor.extract %[[FREQ]][%[[I]]]
+// CHECK-NOT: arith.negf
+// CHECK: %[[COS:.*]] = math.cos
+// CHECK: %[[SIN:.*]] = math.sin
+// CHECK: %[[EC:.*]] = arith.mulf %[[E]], %[[COS]]
+// CHECK: %[[OS:.*]] = arith.mulf %[[O]], %[[SIN]]
+// CHECK: %[[EO:.*]] = arith.subf %[[EC]], %[[OS]]
+// CHECK: %[[OC:.*]] = arith.mulf %[[O]], %[[COS]]
+// CHECK: %[[ES:.*]] = arith.mulf %[[E]], %[[SIN]]
+// CHECK: %[[OO:.*]] = arith.addf %[[OC]], %[[ES]]
+// CHECK: linalg.yield %[[EO]], %[[OO]]
+// CHECK: %[[HALF:.*]] = tensor.insert_slice %[[PAIRS]]#0 into %[[Q]][0, 0, 4] [%{{.*}}, 2, 2] [1, 1, 2]
+// CHECK: tensor.insert_slice %[[PAIRS]]#1 into %[[HALF]][0, 0, 5] [%{{.*}}, 2, 2] [1, 1, 2]
+// CHECK: arith.negf
+// CHECK: math.cos
+dsf.model @m attributes {family = "deepseek_v41", vocab_size = 16, hidden_size = 8, num_layers = 1, hc_mult = 1} {
+  func.func @rope(%q: tensor<?x2x8xf32>, %pos: tensor<?xi32>) -> tensor<?x2x8xf32> {
+    %r = dsf.rope %q, %pos {rope = #dsf.rope<theta = 1.0e4, dims = 4>} : tensor<?x2x8xf32>, tensor<?xi32>
+    %back = dsf.rope %r, %pos {inverse, rope = #dsf.rope<theta = 1.0e4, dims = 4>} : tensor<?x2x8xf32>, tensor<?xi32>
+    return %back : tensor<?x2x8xf32>
+  }
+}
