@@ -68,6 +68,19 @@ def CopiesToLinalg : Pass<"dsf-copies-to-linalg", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect"];
 }
 
+def AlignWorkgroupBuffers : Pass<"dsf-align-workgroup-buffers", "::mlir::ModuleOp"> {
+  let summary = "Align each kernel's workgroup buffers as its vector accesses claim";
+  let description = [{
+    On outlined kernels (`gpu.func`): each workgroup attribution gets
+    `llvm.align` (which convert-gpu-to-nvvm gives the buffer's global) of the
+    largest `alignment` a `vector.load` or `vector.store` of it claims, or
+    keeps a larger one it has. A claimed alignment on a view of a workgroup
+    buffer is an error naming the kernel and the buffer: the base's
+    alignment would not make it true.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect", "::mlir::vector::VectorDialect"];
+}
+
 def NameKernels : Pass<"dsf-name-kernels", "::mlir::ModuleOp"> {
   let summary = "Name each outlined kernel after its host function and the dsf op it came from";
   let description = [{
@@ -257,7 +270,7 @@ def GpuBatchedContraction : Pass<"dsf-gpu-batched-contraction", "::mlir::ModuleO
                  Option<"math", "math", "std::string", "\"f32\"",
                         "The tiled kernel's arithmetic: f32 (SIMT), tf32 or 3xtf32 (tensor cores, mma.sync)">];
   let dependentDialects = ["::mlir::NVVM::NVVMDialect", "::mlir::LLVM::LLVMDialect", "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
-                           "::mlir::memref::MemRefDialect", "::mlir::affine::AffineDialect"];
+                           "::mlir::memref::MemRefDialect", "::mlir::affine::AffineDialect", "::mlir::vector::VectorDialect"];
 }
 
 def GpuFuseMhc : Pass<"dsf-gpu-fuse-mhc", "::mlir::ModuleOp"> {

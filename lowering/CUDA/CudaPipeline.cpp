@@ -48,7 +48,9 @@ LogicalResult mlir::dsf::buildCudaPipelineFromLinalg(OpPassManager &pm, const Cu
   // then took them as parameters — depth offsets, shuffle offsets — which
   // cost registers and address arithmetic: the tiny V4.1's decode warp
   // kernels 40-64 -> 18-31 registers in ptxas), and once the kernels are
-  // outlined dsf-place-buffers moves the host's own scratch to the stack and
+  // outlined each workgroup buffer gets the alignment its vector accesses
+  // claim (dsf-align-workgroup-buffers: the tiled kernel's 16-byte shared
+  // loads), dsf-place-buffers moves the host's own scratch to the stack and
   // proves the host code dereferences no device buffer: the runtime then
   // queues the kernels without synchronizing between them.
   std::string text = "canonicalize,convert-bufferization-to-memref,dsf-copies-to-linalg,dsf-gpu-fuse-mhc,dsf-gpu-select-topk,dsf-gpu-route-experts,dsf-gpu-sink-attention{batch-invariant=" + invariant + "},symbol-dce,dsf-gpu-fuse-sinkhorn,"
@@ -59,7 +61,7 @@ LogicalResult mlir::dsf::buildCudaPipelineFromLinalg(OpPassManager &pm, const Cu
                      "convert-linalg-to-parallel-loops,"
                      "dsf-tile-parallel-loops{threads=128},"
                      "func.func(gpu-map-parallel-loops{mapping-policy=innermost-first}),convert-parallel-loops-to-gpu,dsf-sink-globals-into-kernels,gpu-launch-sink-index-computations,"
-                     "gpu-kernel-outlining,dsf-name-kernels,dsf-place-buffers,dsf-merge-kernel-modules,convert-scf-to-cf,"
+                     "gpu-kernel-outlining,dsf-name-kernels,dsf-align-workgroup-buffers,dsf-place-buffers,dsf-merge-kernel-modules,convert-scf-to-cf,"
                      "expand-strided-metadata,nvvm-attach-target{chip=" + options.chip +
                      " features=+ptx80 O=3},lower-affine,"
                      "gpu.module(convert-gpu-to-nvvm,canonicalize,cse,reconcile-unrealized-casts),"

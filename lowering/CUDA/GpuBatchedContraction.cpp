@@ -117,13 +117,14 @@ struct GpuBatchedContractionPass : impl::GpuBatchedContractionBase<GpuBatchedCon
     Value A = c.rows->get(), C = g.getDpsInits()[0];
     auto batch = std::make_shared<Value>();
     TiledGemm gemm;
-    gemm.gridX = ceilDiv(b, loc, extents[2], kTile);
-    gemm.gridY = ceilDiv(b, loc, extents[1], kTile);
+    gemm.tile = gemmTile(tileMath, extents[2]);
+    gemm.gridX = ceilDiv(b, loc, extents[2], gemm.tile.cols);
+    gemm.gridY = ceilDiv(b, loc, extents[1], gemm.tile.rows);
     gemm.gridZ = extents[0];
     gemm.N = extents[2];
     gemm.K = extents[3];
     gemm.prologue = [batch](OpBuilder &, Location, Value z) { *batch = z; };
-    gemm.rows = tileRowsUpTo(extents[1]);
+    gemm.rows = tileRowsUpTo(extents[1], gemm.tile.rows);
     gemm.loadA = [A, batch](OpBuilder &o, Location l, Value r, Value d) {
       return memref::LoadOp::create(o, l, A, ValueRange{*batch, r, d}).getResult();
     };

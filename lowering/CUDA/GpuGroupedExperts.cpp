@@ -10,7 +10,7 @@
 //   counts[e]  = rows routed to e, each row's rank among them (atomics; the
 //                order inside an expert does not matter: a row's outputs
 //                depend only on that row)
-//   starts     = exclusive sums of counts and of their 64-row tiles
+//   starts     = exclusive sums of counts and of their tiles of rows
 //   perm[slot] = the row in expert order
 //   a tiled GEMM whose block y finds its expert from the tile sums, reads
 //   its rows through perm and the expert's weight, and writes each row back
@@ -108,6 +108,7 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
                                    : arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, rows, idx(b, minRows))
                                          .getResult();
     auto choice = scf::IfOp::create(b, loc, TypeRange{}, grouped, /*withElse=*/true);
+    const GemmTile tile = gemmTile(tileMath, N);
     {
       OpBuilder t = choice.getThenBodyBuilder();
       auto i32Buffer = [&](ArrayRef<int64_t> shape, ValueRange sizes) {
@@ -136,8 +137,8 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
                   memref::StoreOp::create(p, pl, acc[0], starts, ValueRange{idx(p, 0), e});
                   memref::StoreOp::create(p, pl, acc[1], starts, ValueRange{idx(p, 1), e});
                   Value c = memref::LoadOp::create(p, pl, counts, ValueRange{e});
-                  Value tiles = arith::DivUIOp::create(p, pl, arith::AddIOp::create(p, pl, c, i32(p, kTile - 1)),
-                                                       i32(p, kTile));
+                  Value tiles = arith::DivUIOp::create(p, pl, arith::AddIOp::create(p, pl, c, i32(p, tile.rows - 1)),
+                                                       i32(p, tile.rows));
                   scf::YieldOp::create(p, pl, ValueRange{arith::AddIOp::create(p, pl, acc[0], c),
                                                          arith::AddIOp::create(p, pl, acc[1], tiles)});
                 });
@@ -157,9 +158,10 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
                                                         perm, ValueRange{toIndex(o, slot)});
                               });
       TiledGemm gemm;
-      gemm.gridX = ceilDiv(t, loc, N, kTile);
+      gemm.tile = tile;
+      gemm.gridX = ceilDiv(t, loc, N, tile.cols);
       // At most one partial tile per expert beyond the full ones.
-      gemm.gridY = arith::AddIOp::create(t, loc, ceilDiv(t, loc, rows, kTile), E);
+      gemm.gridY = arith::AddIOp::create(t, loc, ceilDiv(t, loc, rows, tile.rows), E);
       gemm.N = N;
       gemm.K = K;
       auto expert = std::make_shared<Value>();
@@ -184,7 +186,7 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
         Value firstRow = toIndex(o, memref::LoadOp::create(o, l, starts, ValueRange{idx(o, 0), e}));
         Value firstTile = toIndex(o, memref::LoadOp::create(o, l, starts, ValueRange{idx(o, 1), e}));
         Value row0 = arith::AddIOp::create(
-            o, l, firstRow, arith::MulIOp::create(o, l, arith::SubIOp::create(o, l, blockY, firstTile), idx(o, kTile)));
+            o, l, firstRow, arith::MulIOp::create(o, l, arith::SubIOp::create(o, l, blockY, firstTile), idx(o, tile.rows)));
         Value rowEnd = toIndex(o, memref::LoadOp::create(o, l, starts, ValueRange{idx(o, 0), next}));
         return std::make_tuple(valid, row0, rowEnd);
       };

@@ -25,7 +25,23 @@
 
 namespace mlir::dsf {
 namespace {
-constexpr int64_t kDepth = 16, kThreads = 256, kPerThread = 4;
+constexpr int64_t kDepth = 16, kThreads = 256;
+/// The SIMT threads of the tiled kernel as a kSide x kSide grid.
+constexpr int64_t kSide = 16;
+
+/// A constant, or the static size memref.dim reads.
+std::optional<int64_t> staticExtent(Value v) {
+  if (std::optional<int64_t> c = getConstantIntValue(v))
+    return c;
+  if (auto dim = v.getDefiningOp<memref::DimOp>())
+    if (std::optional<int64_t> i = dim.getConstantIndex()) {
+      auto type = llvm::cast<MemRefType>(dim.getSource().getType());
+      if (*i < type.getRank() && !type.isDynamicDim(*i))
+        return type.getDimSize(*i);
+    }
+  return std::nullopt;
+}
+
 
 /// The buffer a view is of (through subviews, casts, reshapes).
 Value viewRoot(Value v) {
@@ -63,9 +79,9 @@ Value ceilDiv(OpBuilder &b, Location loc, Value x, int64_t by) {
   return arith::DivUIOp::create(b, loc, arith::AddIOp::create(b, loc, x, idx(by - 1)), idx(by)).getResult();
 }
 
-TileRows tileRowsUpTo(Value M) {
-  return [M](OpBuilder &o, Location l, Value blockY) {
-    Value row0 = arith::MulIOp::create(o, l, blockY, arith::ConstantIndexOp::create(o, l, kTile));
+TileRows tileRowsUpTo(Value M, int64_t tileRows) {
+  return [M, tileRows](OpBuilder &o, Location l, Value blockY) {
+    Value row0 = arith::MulIOp::create(o, l, blockY, arith::ConstantIndexOp::create(o, l, tileRows));
     return std::make_tuple(Value(), row0, M);
   };
 }
@@ -170,126 +186,207 @@ SmallVector<Value> mmaStep(OpBuilder &o, Location l, TileMath math, Value As, Va
 }
 } // namespace
 
+GemmTile gemmTile(TileMath math, Value N) {
+  if (math != TileMath::F32)
+    return {64, 64};
+  // Narrow products keep 64 x 64: at 2,048 rows a 128-wide tile of wkv's
+  // 512 columns would leave half the GPU without a block.
+  std::optional<int64_t> n = staticExtent(N);
+  if (n && *n < 2048)
+    return {64, 64};
+  return {128, 128};
+}
+
 void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
   MLIRContext *ctx = b.getContext();
   auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
   Value one = idx(1);
   const bool tensorCores = g.math != TileMath::F32;
-  const int64_t stagedRow = tensorCores ? kTile + 8 : kTile;
-  auto shared = MemRefType::get({kDepth, stagedRow}, b.getF32Type(), MemRefLayoutAttrInterface{},
-                                gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+  const int64_t tileRows = g.tile.rows, tileCols = g.tile.cols;
+  assert((!tensorCores || (tileRows == 64 && tileCols == 64)) && "the mma warps cover a 64 x 64 tile");
+  assert(tileRows % kSide == 0 && tileCols % kSide == 0 && "4-wide groups of a 16 x 16 thread grid");
+  // A staged row is padded: on the SIMT cores by 4 floats, so that the
+  // staging's 16 depths of a row fall in distinct banks and the compute's
+  // 16-byte vector reads stay aligned; on the tensor cores by 8 (see
+  // mmaStep).
+  const int64_t padA = tileRows + (tensorCores ? 8 : 4), padW = tileCols + (tensorCores ? 8 : 4);
+  auto sharedType = [&](int64_t row) {
+    return MemRefType::get({kDepth, row}, b.getF32Type(), MemRefLayoutAttrInterface{},
+                           gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+  };
   auto launch = gpu::LaunchOp::create(b, loc, g.gridX, g.gridY, g.gridZ ? g.gridZ : one, idx(kThreads), one, one,
-                                      nullptr, nullptr, ValueRange{}, TypeRange{shared, shared});
+                                      nullptr, nullptr, ValueRange{}, TypeRange{sharedType(padA), sharedType(padW)});
   Block &entry = launch.getBody().front();
   OpBuilder k = OpBuilder::atBlockEnd(&entry);
   if (g.prologue)
     g.prologue(k, loc, launch.getBlockIds().z);
   Value N = g.N, K = g.K;
-  Value valid, row0, rowEnd;
-  std::tie(valid, row0, rowEnd) = g.rows(k, loc, launch.getBlockIds().y);
-  if (valid) {
-    // The whole block takes the branch or not: the barriers inside stay
-    // uniform.
-    auto body = scf::IfOp::create(k, loc, TypeRange{}, valid, /*withElse=*/false);
-    k = body.getThenBodyBuilder();
-  }
-  auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(k, loc, v).getResult(); };
-  Value As = launch.getWorkgroupAttributions()[0], Ws = launch.getWorkgroupAttributions()[1];
-  Value tid = launch.getThreadIds().x;
-  Value col0 = arith::MulIOp::create(k, loc, launch.getBlockIds().x, c(kTile));
-  Value ty = arith::DivUIOp::create(k, loc, tid, c(kTile / kPerThread));
-  Value tx = arith::RemUIOp::create(k, loc, tid, c(kTile / kPerThread));
-  Value zero = arith::ConstantFloatOp::create(k, loc, k.getF32Type(), APFloat(0.0f));
   auto lessThan = [&](OpBuilder &o, Value x, Value bound) {
     return arith::CmpIOp::create(o, loc, arith::CmpIPredicate::ult, x, bound).getResult();
   };
-  /// load(i, col) if i < bound and col < K, else 0.
-  auto guardedLoad = [&](OpBuilder &o, const std::function<Value(OpBuilder &, Location, Value, Value)> &load,
-                         Value i, Value bound, Value col) {
-    Value in = arith::AndIOp::create(o, loc, lessThan(o, i, bound), lessThan(o, col, K));
-    auto branch = scf::IfOp::create(o, loc, TypeRange{o.getF32Type()}, in, /*withElse=*/true);
+  Value valid, row0, rowEnd;
+  std::tie(valid, row0, rowEnd) = g.rows(k, loc, launch.getBlockIds().y);
+  // A block with work has a row: the staging clamps its rows to rowEnd - 1.
+  // The whole block takes the branch or not: the barriers inside stay
+  // uniform.
+  Value hasRows = lessThan(k, row0, rowEnd);
+  valid = valid ? arith::AndIOp::create(k, loc, valid, hasRows).getResult() : hasRows;
+  k = scf::IfOp::create(k, loc, TypeRange{}, valid, /*withElse=*/false).getThenBodyBuilder();
+  auto c = [&](OpBuilder &o, int64_t v) { return arith::ConstantIndexOp::create(o, loc, v).getResult(); };
+  Value As = launch.getWorkgroupAttributions()[0], Ws = launch.getWorkgroupAttributions()[1];
+  Value tid = launch.getThreadIds().x;
+  Value col0 = arith::MulIOp::create(k, loc, launch.getBlockIds().x, c(k, tileCols));
+  Value ty = arith::DivUIOp::create(k, loc, tid, c(k, kSide));
+  Value tx = arith::RemUIOp::create(k, loc, tid, c(k, kSide));
+  Value zero = arith::ConstantFloatOp::create(k, loc, k.getF32Type(), APFloat(0.0f));
+  Value lastRow = arith::SubIOp::create(k, loc, rowEnd, c(k, 1));
+  Value lastCol = arith::SubIOp::create(k, loc, N, c(k, 1));
+
+  // A slice: A's rows [row0, +tileRows) and W's rows [col0, +tileCols) at
+  // depths [k0, +16), consecutive threads on consecutive depths. Thread
+  // `tid` stages element tid + 256 i of each; the same rows every slice.
+  // Out-of-range elements are read at a clamped, valid position (no branch
+  // around the load) and replaced by 0, as the products past the edges
+  // must be.
+  const int64_t perThreadA = tileRows * kDepth / kThreads, perThreadW = tileCols * kDepth / kThreads;
+  auto stagedAt = [&](OpBuilder &o, int64_t i) {
+    Value e = arith::AddIOp::create(o, loc, tid, c(o, i * kThreads));
+    return std::make_pair(arith::DivUIOp::create(o, loc, e, c(o, kDepth)).getResult(),
+                          arith::RemUIOp::create(o, loc, e, c(o, kDepth)).getResult());
+  };
+  auto loadClamped = [&](OpBuilder &o, const std::function<Value(OpBuilder &, Location, Value, Value)> &load,
+                         Value i, Value last, Value d, Value lastD) {
+    Value in = arith::AndIOp::create(o, loc, arith::CmpIOp::create(o, loc, arith::CmpIPredicate::ule, i, last),
+                                     arith::CmpIOp::create(o, loc, arith::CmpIPredicate::ule, d, lastD));
+    Value at = arith::MinUIOp::create(o, loc, i, last), atD = arith::MinUIOp::create(o, loc, d, lastD);
+    Value v = lowering::widenToF32(o, loc, load(o, loc, at, atD));
+    return arith::SelectOp::create(o, loc, in, v, zero).getResult();
+  };
+  // The slice at k0 into registers, or zeros when k0 >= K (a uniform
+  // branch: the loads of the slice after the last are never issued).
+  auto loadSlice = [&](OpBuilder &o, Value k0) {
+    SmallVector<Type> types(size_t(perThreadA + perThreadW), o.getF32Type());
+    auto branch = scf::IfOp::create(o, loc, types, lessThan(o, k0, K), /*withElse=*/true);
     OpBuilder t = branch.getThenBodyBuilder();
-    scf::YieldOp::create(t, loc, lowering::widenToF32(t, loc, load(t, loc, i, col)));
+    Value lastD = arith::SubIOp::create(t, loc, K, c(t, 1));
+    SmallVector<Value> values;
+    for (int64_t i = 0; i < perThreadA; ++i) {
+      auto [r, dd] = stagedAt(t, i);
+      values.push_back(loadClamped(t, g.loadA, arith::AddIOp::create(t, loc, row0, r), lastRow,
+                                   arith::AddIOp::create(t, loc, k0, dd), lastD));
+    }
+    for (int64_t i = 0; i < perThreadW; ++i) {
+      auto [r, dd] = stagedAt(t, i);
+      values.push_back(loadClamped(t, g.loadW, arith::AddIOp::create(t, loc, col0, r), lastCol,
+                                   arith::AddIOp::create(t, loc, k0, dd), lastD));
+    }
+    scf::YieldOp::create(t, loc, values);
     OpBuilder e = branch.getElseBodyBuilder();
-    scf::YieldOp::create(e, loc, zero);
-    return branch.getResult(0);
+    scf::YieldOp::create(e, loc, SmallVector<Value>(types.size(), zero));
+    return SmallVector<Value>(branch.getResults());
+  };
+  auto storeSlice = [&](OpBuilder &o, ValueRange values) {
+    for (int64_t i = 0; i < perThreadA; ++i) {
+      auto [r, dd] = stagedAt(o, i);
+      memref::StoreOp::create(o, loc, values[size_t(i)], As, ValueRange{dd, r});
+    }
+    for (int64_t i = 0; i < perThreadW; ++i) {
+      auto [r, dd] = stagedAt(o, i);
+      memref::StoreOp::create(o, loc, values[size_t(perThreadA + i)], Ws, ValueRange{dd, r});
+    }
   };
 
   // The tensor cores' lanes (see mmaStep).
   MmaTile warpTile;
   if (tensorCores) {
-    Value warp = arith::DivUIOp::create(k, loc, tid, c(32)), lane = arith::RemUIOp::create(k, loc, tid, c(32));
-    warpTile.g = arith::DivUIOp::create(k, loc, lane, c(4));
-    warpTile.t = arith::RemUIOp::create(k, loc, lane, c(4));
-    warpTile.rowBase = arith::MulIOp::create(k, loc, arith::RemUIOp::create(k, loc, warp, c(4)), c(16));
-    warpTile.colBase = arith::MulIOp::create(k, loc, arith::DivUIOp::create(k, loc, warp, c(4)), c(32));
+    Value warp = arith::DivUIOp::create(k, loc, tid, c(k, 32)), lane = arith::RemUIOp::create(k, loc, tid, c(k, 32));
+    warpTile.g = arith::DivUIOp::create(k, loc, lane, c(k, 4));
+    warpTile.t = arith::RemUIOp::create(k, loc, lane, c(k, 4));
+    warpTile.rowBase = arith::MulIOp::create(k, loc, arith::RemUIOp::create(k, loc, warp, c(k, 4)), c(k, 16));
+    warpTile.colBase = arith::MulIOp::create(k, loc, arith::DivUIOp::create(k, loc, warp, c(k, 4)), c(k, 32));
   }
-  SmallVector<Value> init(kPerThread * kPerThread, zero);
+  // On the SIMT cores thread (ty, tx) computes rows 64 h + 4 ty + i and
+  // columns 64 h' + 4 tx + j of the tile: each 4-run one 16-byte shared
+  // load, a warp's 16 tx reading 64 consecutive floats of W.
+  const int64_t groupsA = tileRows / 64, groupsW = tileCols / 64;
+  const int64_t rowsPerThread = tensorCores ? 4 : 4 * groupsA, colsPerThread = tensorCores ? 4 : 4 * groupsW;
+  auto threadRow = [&](OpBuilder &o, int64_t i) {
+    return arith::AddIOp::create(o, loc, arith::MulIOp::create(o, loc, ty, c(o, 4)), c(o, 64 * (i / 4) + i % 4))
+        .getResult();
+  };
+  auto threadCol = [&](OpBuilder &o, int64_t j) {
+    return arith::AddIOp::create(o, loc, arith::MulIOp::create(o, loc, tx, c(o, 4)), c(o, 64 * (j / 4) + j % 4))
+        .getResult();
+  };
+  VectorType four = VectorType::get({4}, k.getF32Type());
+  auto loadFour = [&](OpBuilder &o, Value buffer, int64_t dd, Value at, SmallVector<Value> &into) {
+    Value v = vector::LoadOp::create(o, loc, four, buffer, ValueRange{c(o, dd), at}, /*nontemporal=*/false,
+                                     llvm::MaybeAlign(16));
+    for (int64_t i = 0; i < 4; ++i)
+      into.push_back(vector::ExtractOp::create(o, loc, v, ArrayRef<int64_t>{i}));
+  };
+
+  SmallVector<Value> init(size_t(rowsPerThread * colsPerThread), zero);
+  SmallVector<Value> first = loadSlice(k, c(k, 0));
+  init.append(first.begin(), first.end());
+  const size_t accumulators = size_t(rowsPerThread * colsPerThread);
+  // Each slice: its staged values (loaded the iteration before) to shared
+  // memory, the next slice's loads issued, then the products of the 16
+  // depths while those loads are in flight. Each output adds its products
+  // in the order of d, whatever the tile.
   auto slices = scf::ForOp::create(
-      k, loc, c(0), K, c(kDepth), init, [&](OpBuilder &o, Location l, Value k0, ValueRange acc) {
-        // Stage A's rows [row0, +64) and W's rows [col0, +64) at depths
-        // [k0, +16): consecutive threads read consecutive depths.
-        for (int64_t i = 0; i < kTile * kDepth / kThreads; ++i) {
-          Value e = arith::AddIOp::create(o, l, tid, arith::ConstantIndexOp::create(o, l, i * kThreads));
-          Value r = arith::DivUIOp::create(o, l, e, arith::ConstantIndexOp::create(o, l, kDepth));
-          Value dd = arith::RemUIOp::create(o, l, e, arith::ConstantIndexOp::create(o, l, kDepth));
-          Value gk = arith::AddIOp::create(o, l, k0, dd);
-          Value a = guardedLoad(o, g.loadA, arith::AddIOp::create(o, l, row0, r), rowEnd, gk);
-          memref::StoreOp::create(o, l, a, As, ValueRange{dd, r});
-          Value w = guardedLoad(o, g.loadW, arith::AddIOp::create(o, l, col0, r), N, gk);
-          memref::StoreOp::create(o, l, w, Ws, ValueRange{dd, r});
-        }
+      k, loc, c(k, 0), K, c(k, kDepth), init, [&](OpBuilder &o, Location l, Value k0, ValueRange carried) {
+        storeSlice(o, carried.drop_front(accumulators));
         gpu::BarrierOp::create(o, l);
+        SmallVector<Value> next = loadSlice(o, arith::AddIOp::create(o, l, k0, c(o, kDepth)));
+        SmallVector<Value> sums(carried.begin(), carried.begin() + accumulators);
         if (tensorCores) {
-          SmallVector<Value> sums(acc.begin(), acc.end());
           for (int64_t k8 = 0; k8 < kDepth; k8 += 8)
-            sums = mmaStep(o, l, g.math, As, Ws, arith::ConstantIndexOp::create(o, l, k8), warpTile, sums);
-          gpu::BarrierOp::create(o, l);
-          scf::YieldOp::create(o, l, sums);
-          return;
-        }
-        auto depth = scf::ForOp::create(
-            o, l, arith::ConstantIndexOp::create(o, l, 0), arith::ConstantIndexOp::create(o, l, kDepth),
-            arith::ConstantIndexOp::create(o, l, 1), acc, [&](OpBuilder &p, Location pl, Value dd, ValueRange sums) {
-              SmallVector<Value> av, wv, next;
-              for (int64_t i = 0; i < kPerThread; ++i) {
-                Value ri = arith::AddIOp::create(p, pl, arith::MulIOp::create(p, pl, ty, arith::ConstantIndexOp::create(p, pl, kPerThread)),
-                                                 arith::ConstantIndexOp::create(p, pl, i));
-                Value ci = arith::AddIOp::create(p, pl, arith::MulIOp::create(p, pl, tx, arith::ConstantIndexOp::create(p, pl, kPerThread)),
-                                                 arith::ConstantIndexOp::create(p, pl, i));
-                av.push_back(memref::LoadOp::create(p, pl, As, ValueRange{dd, ri}));
-                wv.push_back(memref::LoadOp::create(p, pl, Ws, ValueRange{dd, ci}));
+            sums = mmaStep(o, l, g.math, As, Ws, c(o, k8), warpTile, sums);
+        } else {
+          SmallVector<Value> rowAt, colAt;
+          for (int64_t h = 0; h < groupsA; ++h)
+            rowAt.push_back(threadRow(o, 4 * h));
+          for (int64_t h = 0; h < groupsW; ++h)
+            colAt.push_back(threadCol(o, 4 * h));
+          for (int64_t dd = 0; dd < kDepth; ++dd) {
+            SmallVector<Value> av, wv;
+            for (Value at : rowAt)
+              loadFour(o, As, dd, at, av);
+            for (Value at : colAt)
+              loadFour(o, Ws, dd, at, wv);
+            for (int64_t i = 0; i < rowsPerThread; ++i)
+              for (int64_t j = 0; j < colsPerThread; ++j) {
+                Value &sum = sums[size_t(i * colsPerThread + j)];
+                sum = arith::AddFOp::create(o, l, sum, arith::MulFOp::create(o, l, av[size_t(i)], wv[size_t(j)]));
               }
-              for (int64_t i = 0; i < kPerThread; ++i)
-                for (int64_t j = 0; j < kPerThread; ++j)
-                  next.push_back(arith::AddFOp::create(p, pl, sums[i * kPerThread + j],
-                                                       arith::MulFOp::create(p, pl, av[i], wv[j])));
-              scf::YieldOp::create(p, pl, next);
-            });
+          }
+        }
         gpu::BarrierOp::create(o, l);
-        scf::YieldOp::create(o, l, depth.getResults());
+        sums.append(next.begin(), next.end());
+        scf::YieldOp::create(o, l, sums);
       });
-  for (int64_t i = 0; i < kPerThread; ++i)
-    for (int64_t j = 0; j < kPerThread; ++j) {
+  for (int64_t i = 0; i < rowsPerThread; ++i)
+    for (int64_t j = 0; j < colsPerThread; ++j) {
       Value r, col;
       if (tensorCores) {
         // Accumulator i of n-tile j (see mmaStep): rows g, g + 8; columns 2t, 2t + 1.
         int64_t tile = i, element = j;
         r = arith::AddIOp::create(k, loc, arith::AddIOp::create(k, loc, warpTile.rowBase, warpTile.g),
-                                  c(element >= 2 ? 8 : 0));
+                                  c(k, element >= 2 ? 8 : 0));
         col = arith::AddIOp::create(k, loc, warpTile.colBase,
-                                    arith::AddIOp::create(k, loc, arith::MulIOp::create(k, loc, warpTile.t, c(2)),
-                                                          c(8 * tile + element % 2)));
+                                    arith::AddIOp::create(k, loc, arith::MulIOp::create(k, loc, warpTile.t, c(k, 2)),
+                                                          c(k, 8 * tile + element % 2)));
       } else {
-        r = arith::AddIOp::create(k, loc, arith::MulIOp::create(k, loc, ty, c(kPerThread)), c(i));
-        col = arith::AddIOp::create(k, loc, arith::MulIOp::create(k, loc, tx, c(kPerThread)), c(j));
+        r = threadRow(k, i);
+        col = threadCol(k, j);
       }
       r = arith::AddIOp::create(k, loc, row0, r);
       col = arith::AddIOp::create(k, loc, col0, col);
       Value in = arith::AndIOp::create(k, loc, lessThan(k, r, rowEnd), lessThan(k, col, N));
       auto store = scf::IfOp::create(k, loc, TypeRange{}, in, /*withElse=*/false);
       OpBuilder t = store.getThenBodyBuilder();
-      g.store(t, loc, r, col, slices.getResult(i * kPerThread + j));
+      g.store(t, loc, r, col, slices.getResult(unsigned(i * colsPerThread + j)));
     }
   OpBuilder end = OpBuilder::atBlockEnd(&entry);
   gpu::TerminatorOp::create(end, loc);
@@ -300,19 +397,6 @@ Value warpAllReduce(OpBuilder &b, Location loc, Value v, function_ref<Value(OpBu
   for (int32_t offset = kWarp / 2; offset > 0; offset /= 2)
     v = combine(b, v, gpu::ShuffleOp::create(b, loc, v, offset, kWarp, gpu::ShuffleMode::XOR).getShuffleResult());
   return v;
-}
-
-/// A constant, or the static size memref.dim reads.
-static std::optional<int64_t> staticExtent(Value v) {
-  if (std::optional<int64_t> c = getConstantIntValue(v))
-    return c;
-  if (auto dim = v.getDefiningOp<memref::DimOp>())
-    if (std::optional<int64_t> i = dim.getConstantIndex()) {
-      auto type = llvm::cast<MemRefType>(dim.getSource().getType());
-      if (*i < type.getRank() && !type.isDynamicDim(*i))
-        return type.getDimSize(*i);
-    }
-  return std::nullopt;
 }
 
 int64_t warpGemvSplit(Value N, Value K, Value gridZ) {
@@ -503,7 +587,8 @@ void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g) {
 
 scf::IfOp buildProductKernels(OpBuilder &b, Location loc, const Product &p, int64_t minRows, bool warpBelow) {
   // The grids first: the branches use them.
-  Value gridX = ceilDiv(b, loc, p.N, kTile), gridY = ceilDiv(b, loc, p.M, kTile);
+  GemmTile tile = gemmTile(p.math, p.N);
+  Value gridX = ceilDiv(b, loc, p.N, tile.cols), gridY = ceilDiv(b, loc, p.M, tile.rows);
   Value tiled = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, p.M,
                                       arith::ConstantIndexOp::create(b, loc, minRows));
   auto choice = scf::IfOp::create(b, loc, TypeRange{}, tiled, /*withElse=*/true);
@@ -515,7 +600,8 @@ scf::IfOp buildProductKernels(OpBuilder &b, Location loc, const Product &p, int6
   g.N = p.N;
   g.K = p.K;
   g.prologue = p.prologue;
-  g.rows = tileRowsUpTo(p.M);
+  g.tile = tile;
+  g.rows = tileRowsUpTo(p.M, tile.rows);
   g.loadA = p.loadA;
   g.loadW = p.loadW;
   g.store = p.store;

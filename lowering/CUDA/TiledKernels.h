@@ -25,17 +25,15 @@
 
 namespace mlir::dsf {
 
-/// Rows, columns and depths of a tile of the tiled kernel.
-constexpr int64_t kTile = 64;
-
 /// ceil(x / by) of an index value.
 Value ceilDiv(OpBuilder &b, Location loc, Value x, int64_t by);
 
 /// At a block's start, from blockIdx.y: whether the block has work (a null
-/// Value: always), its first row and the end of its rows.
+/// Value: always), its first row and the end of its rows (a block whose
+/// first row is not before the end has none either).
 using TileRows = std::function<std::tuple<Value, Value, Value>(OpBuilder &, Location, Value blockY)>;
-/// Block y's rows are [64 y, M): every row once, no expert grouping.
-TileRows tileRowsUpTo(Value M);
+/// Block y's rows are [tileRows y, M): every row once, no expert grouping.
+TileRows tileRowsUpTo(Value M, int64_t tileRows);
 
 /// How the tiled kernel multiplies: f32 FMAs on the SIMT cores (each
 /// output's products added in the order of d), or the tensor cores'
@@ -77,10 +75,21 @@ std::optional<TileMath> parseTileMath(llvm::StringRef name);
 /// A pass's `math` option, or an error on `op` naming the pass and the value.
 FailureOr<TileMath> tileMathOption(Operation *op, llvm::StringRef pass, llvm::StringRef value);
 
-/// C[r, col] <- sum over d < K of A[r, d] * W[col, d], as 64 x 64 tiles of C
-/// (blocks of 256 threads, 16-deep slices staged in shared memory; on the
-/// SIMT cores 4 x 4 outputs a thread, each output's products added in the
-/// order of d; on the tensor cores a warp per 16 x 32 of the tile).
+/// The rows and columns of C a block of the tiled kernel computes.
+struct GemmTile {
+  int64_t rows, cols;
+};
+/// For N columns: on the SIMT cores 128 x 128 (8 x 8 outputs a thread: 16
+/// shared-memory floats read per 64 products), or 64 x 64 below 2,048 static
+/// columns, where wider tiles would leave SMs idle; on the tensor cores
+/// 64 x 64.
+GemmTile gemmTile(TileMath math, Value N);
+
+/// C[r, col] <- sum over d < K of A[r, d] * W[col, d], as tiles of C (blocks
+/// of 256 threads, 16-deep slices staged in shared memory, each slice's
+/// global loads issued while the one before is multiplied; on the SIMT cores
+/// each output's products added in the order of d, whatever the tile; on
+/// the tensor cores a warp per 16 x 32 of a 64 x 64 tile).
 struct TiledGemm {
   Value gridX, gridY;  // host values: blocks along the columns and the rows
   Value gridZ;         // host value: independent products (null: one)
@@ -88,6 +97,7 @@ struct TiledGemm {
   /// callbacks to capture); may be empty.
   std::function<void(OpBuilder &, Location, Value blockZ)> prologue;
   Value N, K;          // host values: columns, reduction depth
+  GemmTile tile{64, 64};   // gemmTile: the grids above count these
   TileRows rows;
   std::function<Value(OpBuilder &, Location, Value r, Value d)> loadA;    // r < row end, d < K
   /// col < N, d < K: the element as stored (f32 or narrower; extended

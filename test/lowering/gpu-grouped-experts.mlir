@@ -136,3 +136,31 @@ func.func @project_bf16(%experts: memref<?x2xi32>, %x: memref<?x64xf32>, %w: mem
   }
   return
 }
+
+// -----
+
+// 2,048 outputs an expert: the kernel's 128 x 128 tiles, and the starts
+// count each expert's tiles of 128 rows, as its blocks take them.
+// CHECK-LABEL: func.func @project_wide
+// CHECK: scf.for
+// CHECK: arith.addi %{{.*}}, %c127_i32
+// CHECK: arith.divui %{{.*}}, %c128_i32
+// CHECK: gpu.launch {{.*}} workgroup(%{{.*}} : memref<16x132xf32, #gpu.address_space<workgroup>>
+// CHECK: arith.muli %{{.*}}, %c128
+#e = affine_map<(t, s, i, d) -> (t, s)>
+#x = affine_map<(t, s, i, d) -> (t, d)>
+#g = affine_map<(t, s, i, d) -> (t, s, i)>
+func.func @project_wide(%experts: memref<?x2xi32>, %x: memref<?x64xf32>, %w: memref<4x2048x64xf32>, %g: memref<?x2x2048xf32>) {
+  linalg.generic {indexing_maps = [#e, #x, #g], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%experts, %x : memref<?x2xi32>, memref<?x64xf32>) outs(%g : memref<?x2x2048xf32>) attrs = {dsf.experts = "project"} {
+  ^bb0(%e: i32, %a: f32, %acc: f32):
+    %ei = arith.index_cast %e : i32 to index
+    %i = linalg.index 2 : index
+    %d = linalg.index 3 : index
+    %wv = memref.load %w[%ei, %i, %d] : memref<4x2048x64xf32>
+    %p = arith.mulf %wv, %a : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}

@@ -42,20 +42,36 @@
 // INVARIANT-NOT: gpu.shuffle
 
 // A projection C[t, o] += A[t, d] * W[o, d]: from 16 rows a tiled kernel
-// (64 x 64 tiles, 256 threads, two 16 x 64 shared tiles, barriers around
-// each 16-deep slice), below it a warp per output (lanes 32 apart along the
-// reduction, then five xor shuffles); the generic is gone.
+// (96 static columns: 64 x 64 tiles, 256 threads, two 16-deep shared
+// slices padded to 68 floats a row), below it a warp per output (lanes 32
+// apart along the reduction, then five xor shuffles); the generic is gone.
+// The first slice is loaded before the loop (4 elements of A and 4 of W a
+// thread, each at a position clamped into the operand and replaced by 0
+// outside it); each iteration stores the slice it carries, loads the next
+// (a uniform branch: none past K) and multiplies: 16 accumulators a thread,
+// each depth's 4 + 4 operands two 16-byte shared loads.
 // CHECK-LABEL: func.func @proj
 // CHECK: %[[ROWS:.*]] = memref.dim %arg0, %c0
 // CHECK: %[[BIG:.*]] = arith.cmpi uge, %[[ROWS]], %c16
 // CHECK: scf.if %[[BIG]] {
-// CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c256, {{.*}}) workgroup(%[[AS:.*]] : memref<16x64xf32, #gpu.address_space<workgroup>>, %[[WS:.*]] : memref<16x64xf32, #gpu.address_space<workgroup>>)
-// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)
-// CHECK: memref.store {{.*}}, %[[AS]]
-// CHECK: memref.store {{.*}}, %[[WS]]
+// CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c256, {{.*}}) workgroup(%[[AS:.*]] : memref<16x68xf32, #gpu.address_space<workgroup>>, %[[WS:.*]] : memref<16x68xf32, #gpu.address_space<workgroup>>)
+// CHECK: %[[FIRST:.*]]:8 = scf.if %{{.*}} -> (f32, f32, f32, f32, f32, f32, f32, f32) {
+// CHECK: %[[ROW:.*]] = arith.minui
+// CHECK-NEXT: %[[DEPTH:.*]] = arith.minui
+// CHECK-NEXT: %[[X:.*]] = memref.load %arg0[%[[ROW]], %[[DEPTH]]]
+// CHECK-NEXT: arith.select %{{.*}}, %[[X]], %cst
+// CHECK: scf.for {{.*}} iter_args({{.*}} = %[[FIRST]]#0, {{.*}} = %[[FIRST]]#7) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)
+// CHECK-COUNT-4: memref.store {{.*}}, %[[AS]]
+// CHECK-COUNT-4: memref.store {{.*}}, %[[WS]]
 // CHECK: gpu.barrier
-// CHECK: scf.for
+// CHECK: scf.if %{{.*}} -> (f32, f32, f32, f32, f32, f32, f32, f32) {
+// CHECK: } else {
+// CHECK: }
+// CHECK: vector.load %[[AS]][%{{.*}}] {alignment = 16 : i64} : memref<16x68xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK: vector.load %[[WS]][%{{.*}}] {alignment = 16 : i64} : memref<16x68xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK-COUNT-16: arith.mulf
 // CHECK: gpu.barrier
+// CHECK-NEXT: scf.yield
 // CHECK: memref.store {{.*}}, %arg2
 // CHECK: gpu.terminator
 // CHECK: } else {
@@ -179,11 +195,58 @@ func.func @gate(%x: memref<?x8192xf32>, %w: memref<8x8192xf32>, %y: memref<?x8xf
 
 // -----
 
+// 2,048 columns or more (or a dynamic count): 128 x 128 tiles, 8 x 8
+// outputs a thread in four 4 x 4 groups 64 apart, slices padded to 132
+// floats; 8 + 8 staged elements a thread; a depth's operands are four
+// 16-byte shared loads (A's two runs, then W's) for 64 products, each added
+// to its own accumulator in the order of d.
+// CHECK-LABEL: func.func @wide
+// CHECK: gpu.launch {{.*}} workgroup(%[[AS:.*]] : memref<16x132xf32, #gpu.address_space<workgroup>>, %[[WS:.*]] : memref<16x132xf32, #gpu.address_space<workgroup>>)
+// CHECK: scf.for {{.*}} -> ([[F80:(f32, ){79}f32]])
+// CHECK-COUNT-8: memref.store {{.*}}, %[[AS]]
+// CHECK-COUNT-8: memref.store {{.*}}, %[[WS]]
+// CHECK: gpu.barrier
+// CHECK-COUNT-2: vector.load %[[AS]]
+// CHECK-COUNT-2: vector.load %[[WS]]
+// CHECK-NOT: vector.load
+// CHECK-COUNT-64: arith.mulf
+// CHECK: vector.load %[[AS]]
+// CHECK: gpu.barrier
+// CHECK-NEXT: scf.yield
+// CHECK-COUNT-64: memref.store {{.*}}, %arg2
+// CHECK-LABEL: func.func @wide_dynamic
+// CHECK: gpu.launch {{.*}} workgroup(%{{.*}} : memref<16x132xf32, #gpu.address_space<workgroup>>
+#a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#b = affine_map<(d0, d1, d2) -> (d1, d2)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @wide(%x: memref<?x64xf32>, %w: memref<2048x64xf32>, %y: memref<?x2048xf32>) {
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<?x64xf32>, memref<2048x64xf32>) outs(%y : memref<?x2048xf32>) {
+  ^bb0(%in: f32, %in_0: f32, %out: f32):
+    %p = arith.mulf %in, %in_0 : f32
+    %s = arith.addf %out, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+func.func @wide_dynamic(%x: memref<?x64xf32>, %w: memref<?x64xf32>, %y: memref<?x?xf32>) {
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<?x64xf32>, memref<?x64xf32>) outs(%y : memref<?x?xf32>) {
+  ^bb0(%in: f32, %in_0: f32, %out: f32):
+    %p = arith.mulf %in, %in_0 : f32
+    %s = arith.addf %out, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
 // A bf16 weight (dsf-to-linalg's weight-storage=declared): both kernels load
 // its bf16 elements and widen each as it is loaded; the tiled kernel stages
 // the widened values, so its shared tiles and its sums stay f32.
 // CHECK-LABEL: func.func @bf16_weight
-// CHECK: gpu.launch {{.*}} workgroup(%{{.*}} : memref<16x64xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.launch {{.*}} workgroup(%{{.*}} : memref<16x68xf32, #gpu.address_space<workgroup>>
 // CHECK: %[[T:.*]] = memref.load %arg1[%{{.*}}, %{{.*}}] : memref<96x128xbf16>
 // CHECK-NEXT: arith.extf %[[T]] : bf16 to f32
 // The warp kernel reads the weight's depths in pairs, one 32-bit load each,
@@ -237,7 +300,7 @@ func.func @bf16_weight(%x: memref<?x128xf32>, %w: memref<96x128xbf16>, %y: memre
 // two rows, and half the rows start 2 bytes past a 4-byte boundary) or the
 // weight is a strided view (its offset unknown): one depth a load.
 // CHECK-LABEL: func.func @bf16_odd_rows
-// CHECK-NOT: vector.load
+// CHECK-NOT: vector<2xbf16>
 // CHECK-NOT: extract_aligned_pointer
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c256
 // CHECK-NEXT: memref.load
@@ -245,7 +308,7 @@ func.func @bf16_weight(%x: memref<?x128xf32>, %w: memref<96x128xbf16>, %y: memre
 // CHECK-NOT: vector.load
 // CHECK: return
 // CHECK-LABEL: func.func @bf16_view
-// CHECK-NOT: vector.load
+// CHECK-NOT: vector<2xbf16>
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c256
 // CHECK-NEXT: memref.load
 // CHECK-NEXT: memref.load %{{.*}}[%{{.*}}, %{{.*}}] : memref<96x128xbf16, strided<[256, 1], offset: ?>>
