@@ -58,9 +58,10 @@ def bound_bytes(manifest):
     return total, touched
 
 
-def decode_ops(profile_path, by_shape=False):
-    """A decode call's kernel microseconds and launches by dsf op (by op and
-    launch shape, summed over the layers, with `by_shape`)."""
+def phase_ops(profile_path, phase="decode", calls=2, by_shape=False):
+    """A call's kernel microseconds and launches by dsf op in `phase`
+    (prefill or decode, `calls` calls in the profile; by op and launch shape,
+    summed over the layers, with `by_shape`)."""
     ops = {}
     for line in open(profile_path):
         m = re.match(r"\| (\S+) \(([^)]*)\) \| (\d+) \| ([0-9.]+) \|", line)
@@ -69,34 +70,62 @@ def decode_ops(profile_path, by_shape=False):
         kernel = m.group(1)
         scope, slash, rest = kernel.partition("/")
         name = rest if slash else kernel
-        phase = scope if slash else name.split("_")[0]
-        if phase != "decode":
+        if (scope if slash else name.split("_")[0]) != phase:
             continue
         op = re.sub(r"_\d+$", "", name.partition("__")[2]) or name
         key = (op, m.group(2), name.partition("__")[2]) if by_shape else op
         t = ops.setdefault(key, [0.0, 0])
-        t[0] += float(m.group(4)) / 2
-        t[1] += int(m.group(3)) // 2
+        t[0] += float(m.group(4)) / calls
+        t[1] += int(m.group(3)) // calls
     return ops
 
 
-def product_bytes(manifest):
-    """Weight bytes a decode call's product reads, by the tag of its kernels."""
+def product_weights(manifest):
+    """By the tag of a product's kernels: (weight elements a token multiplies
+    with, weight bytes a decode call reads); the routed experts' top-6 of 8."""
     out = {}
     for w in next(e for e in manifest["entry_points"] if e["name"] == "decode")["weights"]:
-        n = int(np.prod(w["shape"])) * ELEMENT_BYTES[w["dtype"]]
+        elements = int(np.prod(w["shape"]))
         if "expert_names" in w:
-            out["moe_experts"] = out.get("moe_experts", 0) + n * 6 // w["shape"][0]
-            continue
-        key = re.sub(r"\.weight$", "", re.sub(r"^layers\.\d+\.", "", w["name"])).replace(".", "_")
-        if key.startswith("ffn_shared_experts_"):
-            tags = ["ffn"]                       # one dsf.ffn op: its kernels carry no weight's name
-        elif key == "ffn_gate":
-            tags = ["moe_gate"]
+            tags, elements = ["moe_experts"], elements * 6 // w["shape"][0]
         else:
-            tags = ["linear_" + key, "grouped_linear_" + key]
+            key = re.sub(r"\.weight$", "", re.sub(r"^layers\.\d+\.", "", w["name"])).replace(".", "_")
+            if key.startswith("ffn_shared_experts_"):
+                tags = ["ffn"]                       # one dsf.ffn op: its kernels carry no weight's name
+            elif key == "ffn_gate":
+                tags = ["moe_gate"]
+            else:
+                tags = ["linear_" + key, "grouped_linear_" + key]
         for tag in tags:
-            out[tag] = out.get(tag, 0) + n
+            e, b = out.get(tag, (0, 0))
+            out[tag] = (e + elements, b + elements * ELEMENT_BYTES[w["dtype"]])
+    return out
+
+
+def sgemm_anchor(rows):
+    """cuBLAS's f32 GEMM (through PyTorch, TF32 off: dsf's SIMT arithmetic)
+    on two of the model's prefill products, timed with CUDA events in this
+    run: the anchor the tiled kernel's TFLOP/s compare with."""
+    try:
+        import torch
+    except ImportError:
+        return ["- cuBLAS f32 anchor: PyTorch is not installed here"]
+    torch.backends.cuda.matmul.allow_tf32 = False
+    out = []
+    for name, n, k in (("wq_b", 32768, 1280), ("wo_b", 5120, 8192)):
+        a = torch.randn(rows, k, device="cuda")
+        w = torch.randn(n, k, device="cuda")
+        for _ in range(3):
+            a @ w.T
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(10):
+            a @ w.T
+        stop.record()
+        torch.cuda.synchronize()
+        ms = start.elapsed_time(stop) / 10
+        out.append(f"- cuBLAS f32 (PyTorch {torch.__version__}, TF32 off), {name}'s shape [{rows} x {k}] x "
+                   f"[{k} x {n}]: {ms:.2f} ms, {2 * rows * n * k / ms / 1e9:.1f} TFLOP/s")
     return out
 
 
@@ -199,18 +228,20 @@ def main(argv, title=None, script="bench/gpu_build_ab.py", labels=("new", "ancho
 
     # --- where a decode call's time goes ------------------------------------
     if "profile" in parts:
-        per_op, kernel_rows = {}, {}
+        per_op, kernel_rows, prefill_ops = {}, {}, {}
         for label in (anchor_label, new_label):
             prof = os.path.join(WORK, f"ab-{label}.profile")
             run(artifacts[label], ids, "--max-new-tokens", "3", profile=prof)
-            per_op[label] = decode_ops(prof)
-            kernel_rows[label] = decode_ops(prof, by_shape=True)
+            per_op[label] = phase_ops(prof)
+            kernel_rows[label] = phase_ops(prof, by_shape=True)
+            prefill_ops[label] = phase_ops(prof, "prefill", calls=1)
         say(f"## A decode call's kernel time by dsf op at {context} tokens (DSF_CUDA_PROFILE, 2 decode calls)")
         say()
         say(f"| dsf op (all layers) | {anchor_label} us | {anchor_label} TB/s | {new_label} us | {new_label} TB/s "
             f"| {anchor_label} / {new_label} |")
         say("|---|---|---|---|---|---|")
-        nbytes = {label: product_bytes(manifests[label]) for label in per_op}
+        weights = {label: product_weights(manifests[label]) for label in per_op}
+        nbytes = {label: {tag: b for tag, (_, b) in weights[label].items()} for label in per_op}
         ops = sorted(set(per_op[anchor_label]) | set(per_op[new_label]),
                      key=lambda op: -per_op[anchor_label].get(op, [0, 0])[0])
         for op in ops[:18]:
@@ -235,6 +266,33 @@ def main(argv, title=None, script="bench/gpu_build_ab.py", labels=("new", "ancho
         rows = sorted(kernel_rows[new_label].items(), key=lambda kv: -kv[1][0])
         for (op, shape, kernel), (us, launches) in rows[:30]:
             say(f"| {kernel} | {shape} | {launches} | {us:.0f} | {us / max(launches, 1):.1f} |")
+        say()
+        say(f"## The prefill of {context} tokens: kernel time by dsf op (DSF_CUDA_PROFILE, the same runs)")
+        say()
+        say(f"| dsf op (all layers) | {anchor_label} ms | {anchor_label} TFLOP/s | {new_label} ms "
+            f"| {new_label} TFLOP/s | {anchor_label} / {new_label} |")
+        say("|---|---|---|---|---|---|")
+        ops = sorted(set(prefill_ops[anchor_label]) | set(prefill_ops[new_label]),
+                     key=lambda op: -prefill_ops[anchor_label].get(op, [0, 0])[0])
+        for op in ops[:18]:
+            cells = []
+            for label in (anchor_label, new_label):
+                us = prefill_ops[label].get(op, [0.0, 0])[0]
+                elements = weights[label].get(op, (0, 0))[0]
+                rate = 2 * context * elements / (us / 1e6) / 1e12 if us and elements else None
+                cells += [f"{us / 1e3:.1f}", f"{rate:.1f}" if rate else ""]
+            ratio = prefill_ops[anchor_label].get(op, [0, 0])[0] / max(prefill_ops[new_label].get(op, [0, 0])[0], 1e-9)
+            say(f"| {op} | " + " | ".join(cells) + f" | x{ratio:.2f} |")
+        totals = {label: sum(t[0] for t in prefill_ops[label].values()) for label in prefill_ops}
+        say(f"| **all** | {totals[anchor_label] / 1e3:.1f} | | {totals[new_label] / 1e3:.1f} | | "
+            f"x{totals[anchor_label] / totals[new_label]:.2f} |")
+        say()
+        say(f"TFLOP/s: 2 x {context} tokens x the weight elements a token multiplies with (the routed experts' "
+            "6 of 8), over the kernel time. Ceilings: f32 on the SIMT cores 132 SMs x 128 lanes x 2 x 1.98 GHz = "
+            "66.9 TFLOP/s; bf16 on the tensor cores 790 (BENCHMARKS.md).")
+        say()
+        for line in sgemm_anchor(context):
+            say(line)
     open(out_md, "w").write("\n".join(lines) + "\n")
 
 

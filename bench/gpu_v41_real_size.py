@@ -27,7 +27,8 @@ doing one decode token's indexer (32 heads x 128 over the context's FP4
 keys, ReLU, head weights, top-512) and sparse attention (64 heads x 512 over
 the 512 selected FP4 entries and the 128-entry window, with the sink), the
 FP4 decode included, against dsf's kernels for the same ops in the profile.
-Every context gets its DSF_CUDA_PROFILE run and per-kernel table.
+Every context gets its DSF_CUDA_PROFILE run and per-kernel table, or those up
+to DSF_BENCH_PROFILE_UP_TO=N.
 """
 import datetime
 import json
@@ -41,6 +42,9 @@ import numpy as np
 
 dsf_run, artifact, out_md = sys.argv[1:4]
 contexts = [int(c) for c in sys.argv[4:]] or [2048, 8192]
+# DSF_BENCH_PROFILE_UP_TO=N: the DSF_CUDA_PROFILE runs only for contexts up
+# to N (a 64K prefill takes minutes, and the profile would run it again).
+profile_up_to = int(os.environ.get("DSF_BENCH_PROFILE_UP_TO", str(max(contexts))))
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(root, "tools", "scripts"))
 import dsfa_tool  # noqa: E402
@@ -213,7 +217,7 @@ for n in contexts:
         rows.append((n, None, None, None))
         say(f"- context {n}: did not finish: {str(e).splitlines()[0][:200]}")
         continue
-    if True:   # every context's per-kernel table
+    if n <= profile_up_to:   # the per-kernel tables (a second prefill each)
         prof = os.path.join(work, f"profile{n}.md")
         run(ids, "--max-new-tokens", "3", profile=prof)
         profiles[n] = parse_profile(open(prof).read())
