@@ -146,6 +146,22 @@ def main(argv, title=None, script="bench/gpu_build_ab.py", labels=("new", "ancho
         print(text, flush=True)
         lines.append(text)
 
+    def op_rows(times, shown, rate):
+        """A table's body: the anchor's 18 costliest ops, each with both
+        builds' times (`shown`: us as printed) and rates (`rate(label, op, us)`)
+        and the ratio; then the totals."""
+        ops = sorted(set(times[anchor_label]) | set(times[new_label]), key=lambda op: -times[anchor_label].get(op, [0, 0])[0])
+        for op in ops[:18]:
+            cells = []
+            for label in (anchor_label, new_label):
+                us = times[label].get(op, [0.0, 0])[0]
+                cells += [shown(us), rate(label, op, us)]
+            ratio = times[anchor_label].get(op, [0, 0])[0] / max(times[new_label].get(op, [0, 0])[0], 1e-9)
+            say(f"| {op} | " + " | ".join(cells) + f" | x{ratio:.2f} |")
+        totals = {label: sum(t[0] for t in times[label].values()) for label in times}
+        say(f"| **all** | {shown(totals[anchor_label])} | | {shown(totals[new_label])} | | "
+            f"x{totals[anchor_label] / totals[new_label]:.2f} |")
+
     def run(artifact, ids, *extra, profile=None):
         path = os.path.join(WORK, f"ids{len(ids)}")
         with open(path, "w") as f:
@@ -242,19 +258,10 @@ def main(argv, title=None, script="bench/gpu_build_ab.py", labels=("new", "ancho
         say("|---|---|---|---|---|---|")
         weights = {label: product_weights(manifests[label]) for label in per_op}
         nbytes = {label: {tag: b for tag, (_, b) in weights[label].items()} for label in per_op}
-        ops = sorted(set(per_op[anchor_label]) | set(per_op[new_label]),
-                     key=lambda op: -per_op[anchor_label].get(op, [0, 0])[0])
-        for op in ops[:18]:
-            cells = []
-            for label in (anchor_label, new_label):
-                us = per_op[label].get(op, [0.0, 0])[0]
-                bw = nbytes[label].get(op, 0) / (us / 1e6) / 1e12 if us and op in nbytes[label] else None
-                cells += [f"{us:.0f}", f"{bw:.2f}" if bw else ""]
-            ratio = per_op[anchor_label].get(op, [0, 0])[0] / max(per_op[new_label].get(op, [0, 0])[0], 1e-9)
-            say(f"| {op} | " + " | ".join(cells) + f" | x{ratio:.2f} |")
-        totals = {label: sum(t[0] for t in per_op[label].values()) for label in per_op}
-        say(f"| **all** | {totals[anchor_label]:.0f} | | {totals[new_label]:.0f} | | "
-            f"x{totals[anchor_label] / totals[new_label]:.2f} |")
+        def bandwidth(label, op, us):
+            bw = nbytes[label].get(op, 0) / (us / 1e6) / 1e12 if us and op in nbytes[label] else None
+            return f"{bw:.2f}" if bw else ""
+        op_rows(per_op, lambda us: f"{us:.0f}", bandwidth)
         say()
         say("TB/s: the weight bytes the product reads a call (as bound; the routed experts' top-6 of 8) over its "
             "kernel time; HBM's ceiling is 4.4 TB/s (BENCHMARKS.md).")
@@ -272,20 +279,11 @@ def main(argv, title=None, script="bench/gpu_build_ab.py", labels=("new", "ancho
         say(f"| dsf op (all layers) | {anchor_label} ms | {anchor_label} TFLOP/s | {new_label} ms "
             f"| {new_label} TFLOP/s | {anchor_label} / {new_label} |")
         say("|---|---|---|---|---|---|")
-        ops = sorted(set(prefill_ops[anchor_label]) | set(prefill_ops[new_label]),
-                     key=lambda op: -prefill_ops[anchor_label].get(op, [0, 0])[0])
-        for op in ops[:18]:
-            cells = []
-            for label in (anchor_label, new_label):
-                us = prefill_ops[label].get(op, [0.0, 0])[0]
-                elements = weights[label].get(op, (0, 0))[0]
-                rate = 2 * context * elements / (us / 1e6) / 1e12 if us and elements else None
-                cells += [f"{us / 1e3:.1f}", f"{rate:.1f}" if rate else ""]
-            ratio = prefill_ops[anchor_label].get(op, [0, 0])[0] / max(prefill_ops[new_label].get(op, [0, 0])[0], 1e-9)
-            say(f"| {op} | " + " | ".join(cells) + f" | x{ratio:.2f} |")
-        totals = {label: sum(t[0] for t in prefill_ops[label].values()) for label in prefill_ops}
-        say(f"| **all** | {totals[anchor_label] / 1e3:.1f} | | {totals[new_label] / 1e3:.1f} | | "
-            f"x{totals[anchor_label] / totals[new_label]:.2f} |")
+        def flop_rate(label, op, us):
+            elements = weights[label].get(op, (0, 0))[0]
+            rate = 2 * context * elements / (us / 1e6) / 1e12 if us and elements else None
+            return f"{rate:.1f}" if rate else ""
+        op_rows(prefill_ops, lambda us: f"{us / 1e3:.1f}", flop_rate)
         say()
         say(f"TFLOP/s: 2 x {context} tokens x the weight elements a token multiplies with (the routed experts' "
             "6 of 8), over the kernel time. Ceilings: f32 on the SIMT cores 132 SMs x 128 lanes x 2 x 1.98 GHz = "
