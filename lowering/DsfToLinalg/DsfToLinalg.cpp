@@ -150,15 +150,13 @@ std::vector<float> ropeFrequencies(RopeAttr rope) {
   return std::vector<float>(f.begin(), f.end());
 }
 
-/// RoPE on the last `dims` channels: one generic over every channel into a
-/// fresh tensor; a nope channel is copied, a rope channel (nope + 2i +
-/// parity) rotated with its pair's other channel, read from the input. The
-/// rotation sits under an scf.if, so the nope channels (448 of a query head's
-/// 512) compute no cos and sin; on the GPU the branch splits warps only at
-/// the nope / rope boundary. One kernel a rope: rotating the pairs in place
-/// instead (two strided slices of the input as the generic's outputs) needs
-/// the odd slice copied out and back, since bufferization cannot tell two
-/// interleaved slices apart: three kernels, each a launch latency at decode.
+/// RoPE on the last `dims` channels, a pair (2i, 2i + 1) an iteration: the
+/// generic updates two strided slices of the input (its even and its odd
+/// rope channels) in place, so the nope channels are neither read nor
+/// written and each pair's angle gets one cos and one sin. Bufferized, the
+/// slices are views of the input's buffer (copied first only when the
+/// unrotated input is used again); on the GPU a decode query's rope is 64 x
+/// 32 pairs, not 64 x 512 channels.
 struct RopeLowering : DsfPattern<RopeOp> {
   using DsfPattern::DsfPattern;
   LogicalResult matchAndRewrite(RopeOp op, OpAdaptor adaptor, ConversionPatternRewriter &b) const override {
@@ -172,46 +170,39 @@ struct RopeLowering : DsfPattern<RopeOp> {
     auto freqType = RankedTensorType::get({int64_t(freqs.size())}, b.getF32Type());
     Value freqTable = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(freqType, ArrayRef<float>(freqs)));
     bool inverse = op.getInverse();
-    auto out = linalg::GenericOp::create(
-        b, loc, TypeRange{type}, ValueRange{x, adaptor.getPositions()}, ValueRange{emptyTensor(b, loc, type, x)},
-        ArrayRef<AffineMap>{pick(ctx, r, range(0, r)), pick(ctx, r, {0}), pick(ctx, r, range(0, r))}, iterators(r),
+    // Channel nope + 2i + parity of every row, i < dims / 2.
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
+    sizes.back() = b.getIndexAttr(dims / 2);
+    SmallVector<OpFoldResult> strides(r, b.getIndexAttr(1));
+    strides.back() = b.getIndexAttr(2);
+    auto offsets = [&](int64_t parity) {
+      SmallVector<OpFoldResult> at(r, b.getIndexAttr(0));
+      at.back() = b.getIndexAttr(nope + parity);
+      return at;
+    };
+    Value even = tensor::ExtractSliceOp::create(b, loc, x, offsets(0), sizes, strides);
+    Value odd = tensor::ExtractSliceOp::create(b, loc, x, offsets(1), sizes, strides);
+    auto all = pick(ctx, r, range(0, r));
+    auto pairs = linalg::GenericOp::create(
+        b, loc, TypeRange{even.getType(), odd.getType()}, ValueRange{adaptor.getPositions()}, ValueRange{even, odd},
+        ArrayRef<AffineMap>{pick(ctx, r, {0}), all, all}, iterators(r),
         [&](OpBuilder &nb, Location l, ValueRange a) {
-          auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(nb, l, v).getResult(); };
-          Value c = linalg::IndexOp::create(nb, l, r - 1);
-          Value isRope = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge, c, idx(nope));
-          // linalg.index must sit in the generic's own block, not the scf.if's.
-          SmallVector<Value> at;
-          for (unsigned d = 0; d + 1 < r; ++d)
-            at.push_back(linalg::IndexOp::create(nb, l, d));
-          auto rotated = scf::IfOp::create(
-              nb, l, isRope,
-              [&](OpBuilder &tb, Location tl) {
-                auto mul = [&](Value p, Value q) { return arith::MulFOp::create(tb, tl, p, q).getResult(); };
-                Value j = arith::SubIOp::create(tb, tl, c, idx(nope));
-                Value parity = arith::RemUIOp::create(tb, tl, j, idx(2));
-                Value pair = arith::DivUIOp::create(tb, tl, j, idx(2));
-                // The pair's other channel: c + 1 for an even channel, c - 1 for an odd one.
-                Value partner = arith::SubIOp::create(
-                    tb, tl, arith::AddIOp::create(tb, tl, c, idx(1)), arith::MulIOp::create(tb, tl, parity, idx(2)));
-                at.push_back(partner);
-                Value other = tensor::ExtractOp::create(tb, tl, x, at);
-                Value freq = tensor::ExtractOp::create(tb, tl, freqTable, ValueRange{pair});
-                Value pos = arith::SIToFPOp::create(tb, tl, tb.getF32Type(), a[1]);
-                Value angle = arith::MulFOp::create(tb, tl, pos, freq);
-                if (inverse)
-                  angle = arith::NegFOp::create(tb, tl, angle);
-                Value cs = math::CosOp::create(tb, tl, angle), sn = math::SinOp::create(tb, tl, angle);
-                // even: x cos - x' sin; odd: x cos + x' sin (x' the pair's other channel)
-                Value isOdd = arith::CmpIOp::create(tb, tl, arith::CmpIPredicate::eq, parity, idx(1));
-                Value ps = mul(other, sn);
-                Value v = arith::SelectOp::create(tb, tl, isOdd, arith::AddFOp::create(tb, tl, mul(a[0], cs), ps),
-                                                  arith::SubFOp::create(tb, tl, mul(a[0], cs), ps));
-                scf::YieldOp::create(tb, tl, v);
-              },
-              [&](OpBuilder &eb, Location el) { scf::YieldOp::create(eb, el, a[0]); });
-          linalg::YieldOp::create(nb, l, rotated.getResult(0));
+          Value pair = linalg::IndexOp::create(nb, l, r - 1);
+          Value freq = tensor::ExtractOp::create(nb, l, freqTable, ValueRange{pair});
+          Value pos = arith::SIToFPOp::create(nb, l, nb.getF32Type(), a[0]);
+          Value angle = arith::MulFOp::create(nb, l, pos, freq);
+          if (inverse)
+            angle = arith::NegFOp::create(nb, l, angle);
+          Value cs = math::CosOp::create(nb, l, angle), sn = math::SinOp::create(nb, l, angle);
+          // even: x cos - x' sin; odd: x cos + x' sin (x' the pair's other channel)
+          auto mul = [&](Value p, Value q) { return arith::MulFOp::create(nb, l, p, q).getResult(); };
+          Value evenOut = arith::SubFOp::create(nb, l, mul(a[1], cs), mul(a[2], sn));
+          Value oddOut = arith::AddFOp::create(nb, l, mul(a[2], cs), mul(a[1], sn));
+          linalg::YieldOp::create(nb, l, ValueRange{evenOut, oddOut});
         });
-    b.replaceOp(op, out.getResults());
+    Value out = tensor::InsertSliceOp::create(b, loc, pairs.getResult(0), x, offsets(0), sizes, strides);
+    out = tensor::InsertSliceOp::create(b, loc, pairs.getResult(1), out, offsets(1), sizes, strides);
+    b.replaceOp(op, out);
     return success();
   }
 };

@@ -66,42 +66,31 @@ dsf.model @m attributes {family = "deepseek_v41", vocab_size = 16, hidden_size =
 
 // -----
 
-// RoPE on the last `dims` channels: one generic over every channel into a
-// fresh tensor (one kernel); a nope channel (c < width - dims) is copied, a
-// rope channel rotated with its pair's other channel (c + 1 for an even one,
-// c - 1 for an odd one) read from the input, the cos and sin computed only
-// under the scf.if; the inverse negates the angle.
+// RoPE on the last `dims` channels: two strided slices of the input (its
+// even and its odd rope channels, from channel width - dims) updated by one
+// generic a pair an iteration (one cos and one sin of the pair's angle;
+// the inverse negates the angle), then inserted back where they came from:
+// the nope channels are not touched.
 // CHECK-LABEL: func.func @rope(
 // CHECK: %[[FREQ:.*]] = arith.constant dense<{{.*}}> : tensor<2xf32>
-// CHECK: linalg.generic {{.*}} ins(%[[Q:.*]], %{{.*}} : tensor<?x2x8xf32>, tensor<?xi32>) outs(%{{.*}} : tensor<?x2x8xf32>)
-// CHECK: ^bb0(%[[X:.*]]: f32, %[[POS:.*]]: i32, %{{.*}}: f32):
-// CHECK: %[[C:.*]] = linalg.index 2 : index
-// CHECK: %[[IS_ROPE:.*]] = arith.cmpi sge, %[[C]], %c4
-// CHECK: %[[T:.*]] = linalg.index 0
-// CHECK: %[[H:.*]] = linalg.index 1
-// CHECK: %[[OUT:.*]] = scf.if %[[IS_ROPE]] -> (f32) {
-// CHECK: %[[J:.*]] = arith.subi %[[C]], %c4
-// CHECK: %[[PARITY:.*]] = arith.remui %[[J]]
-// CHECK: %[[PAIR:.*]] = arith.divui %[[J]]
-// CHECK: %[[NEXT:.*]] = arith.addi %[[C]], %c1
-// CHECK: %[[BACK:.*]] = arith.muli %[[PARITY]], %c2
-// CHECK: %[[PARTNER:.*]] = arith.subi %[[NEXT]], %[[BACK]]
-// CHECK: %[[OTHER:.*]] = tensor.extract %[[Q]][%[[T]], %[[H]], %[[PARTNER]]]
-// CHECK: tensor.extract %[[FREQ]][%[[PAIR]]]
+// CHECK: %[[EVEN:.*]] = tensor.extract_slice %[[Q:.*]][0, 0, 4] [%{{.*}}, 2, 2] [1, 1, 2] : tensor<?x2x8xf32> to tensor<?x2x2xf32>
+// CHECK: %[[ODD:.*]] = tensor.extract_slice %[[Q]][0, 0, 5] [%{{.*}}, 2, 2] [1, 1, 2] : tensor<?x2x8xf32> to tensor<?x2x2xf32>
+// CHECK: %[[PAIRS:.*]]:2 = linalg.generic {{.*}} ins(%{{.*}} : tensor<?xi32>) outs(%[[EVEN]], %[[ODD]] : tensor<?x2x2xf32>, tensor<?x2x2xf32>)
+// CHECK: ^bb0(%[[POS:.*]]: i32, %[[E:.*]]: f32, %[[O:.*]]: f32):
+// CHECK: %[[I:.*]] = linalg.index 2 : index
+// CHECK: tensor.extract %[[FREQ]][%[[I]]]
 // CHECK-NOT: arith.negf
 // CHECK: %[[COS:.*]] = math.cos
 // CHECK: %[[SIN:.*]] = math.sin
-// CHECK: %[[IS_ODD:.*]] = arith.cmpi eq, %[[PARITY]], %c1
-// CHECK: %[[OS:.*]] = arith.mulf %[[OTHER]], %[[SIN]]
-// CHECK: %[[XC:.*]] = arith.mulf %[[X]], %[[COS]]
-// CHECK: %[[ODD:.*]] = arith.addf %[[XC]], %[[OS]]
-// CHECK: %[[XC2:.*]] = arith.mulf %[[X]], %[[COS]]
-// CHECK: %[[EVEN:.*]] = arith.subf %[[XC2]], %[[OS]]
-// CHECK: %[[V:.*]] = arith.select %[[IS_ODD]], %[[ODD]], %[[EVEN]]
-// CHECK: scf.yield %[[V]]
-// CHECK: } else {
-// CHECK: scf.yield %[[X]]
-// CHECK: linalg.yield %[[OUT]]
+// CHECK: %[[EC:.*]] = arith.mulf %[[E]], %[[COS]]
+// CHECK: %[[OS:.*]] = arith.mulf %[[O]], %[[SIN]]
+// CHECK: %[[EO:.*]] = arith.subf %[[EC]], %[[OS]]
+// CHECK: %[[OC:.*]] = arith.mulf %[[O]], %[[COS]]
+// CHECK: %[[ES:.*]] = arith.mulf %[[E]], %[[SIN]]
+// CHECK: %[[OO:.*]] = arith.addf %[[OC]], %[[ES]]
+// CHECK: linalg.yield %[[EO]], %[[OO]]
+// CHECK: %[[HALF:.*]] = tensor.insert_slice %[[PAIRS]]#0 into %[[Q]][0, 0, 4] [%{{.*}}, 2, 2] [1, 1, 2]
+// CHECK: tensor.insert_slice %[[PAIRS]]#1 into %[[HALF]][0, 0, 5] [%{{.*}}, 2, 2] [1, 1, 2]
 // CHECK: arith.negf
 // CHECK: math.cos
 dsf.model @m attributes {family = "deepseek_v41", vocab_size = 16, hidden_size = 8, num_layers = 1, hc_mult = 1} {
