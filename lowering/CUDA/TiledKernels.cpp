@@ -42,7 +42,6 @@ std::optional<int64_t> staticExtent(Value v) {
   return std::nullopt;
 }
 
-
 /// The buffer a view is of (through subviews, casts, reshapes).
 Value viewRoot(Value v) {
   while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
