@@ -35,12 +35,28 @@ def DsfToLinalg : Pass<"dsf-to-linalg", "::mlir::ModuleOp"> {
   }];
   let options = [Option<"topkThresholdFrom", "topk-threshold-from", "int64_t", "256",
                         "Entries from which the top-k is a threshold search (0: always)">,
+                 Option<"pageTokens", "page-tokens", "int64_t", "64",
+                        "Batched entry points: tokens a cache page covers (max(1, page-tokens / ratio) entries)">,
                  Option<"weightStorage", "weight-storage", "std::string", "\"declared\"",
                         "How weights are bound: 'declared' (a bf16 weight stays bf16, widened "
                         "to f32 as the products read it) or 'f32' (every float weight f32)">];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
                            "::mlir::func::FuncDialect", "::mlir::scf::SCFDialect"];
+}
+
+def StateInPlace : Pass<"dsf-state-in-place", "::mlir::ModuleOp"> {
+  let summary = "Batched entry points update their state in place: drop the state results that are their arguments";
+  let description = [{
+    Runs after one-shot bufferization (and drop-equivalent-buffer-results,
+    which does the same for the private layer functions). A batched entry
+    point (`dsf.batched`) returns, after its logits, each state slot it
+    continued (`dsf.state`): each must be the buffer of the argument it
+    continues, the slots written in place, and the pass drops them from the
+    results, so the caller's buffers are the state and nothing is copied or
+    freed. A state result that is another buffer (the bufferization copied a
+    slot) is an error naming the slot: the runtime would lose the update.
+  }];
 }
 
 def SinkGlobalsIntoKernels : Pass<"dsf-sink-globals-into-kernels", "::mlir::ModuleOp"> {

@@ -194,4 +194,23 @@ def ThreadState : Pass<"dsf-thread-state", "::mlir::ModuleOp"> {
   ];
 }
 
+def BatchDecode : Pass<"dsf-batch-decode", "::mlir::ModuleOp"> {
+  let summary = "Add @batch_decode: one decode step for a batch of sequences, a token each";
+  let description = [{
+    Clones @decode (its state threaded by dsf-thread-state) as
+    @batch_decode, marked `dsf.batched`: the same layers, read with another
+    convention. Token t of a call is the next token of its own sequence, at
+    positions[t]; each state argument holds one slot per sequence, which the
+    call continues. Everything but the sequence ops is per token already;
+    the sequence ops (window and cache writes, the compressors, entry
+    positions, the indexer, attention) act on token t's own sequence. The
+    lowering decides how the slots are stored (dsf-to-linalg: a ring per
+    window, pages per cache, each updated in place).
+
+    Every write must continue a prior, every pooling compressor a carry,
+    every indexer and attention have positions; an op that combines the
+    tokens of a call (dsf.take_last) is an error.
+  }];
+}
+
 #endif // DSF_PASSES_TD

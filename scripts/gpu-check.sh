@@ -26,27 +26,27 @@ prepare)
   build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cuda -o $G/cuda.dsfa
   build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cuda --batch-invariant -o $G/cuda-invariant.dsfa
   build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cpu -o $G/cpu.dsfa
-  build/bin/dsf-compile models/deepseek-v4.1-tiny --no-kv-quant --target=cuda -o $G/cuda-noquant.dsfa
+  build/bin/dsf-compile models/deepseek-v4.1-tiny --no-kv-quant --target=cuda --no-batch-decode -o $G/cuda-noquant.dsfa
   build/bin/dsf-compile models/deepseek-v4-tiny --no-kv-quant --target=cuda -o $G/v4cuda.dsfa
   build/bin/dsf-compile models/deepseek-v4-tiny --no-kv-quant --target=cpu -o $G/v4cpu.dsfa
   build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cuda -o $G/v4small-cuda.dsfa
-  build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cpu -o $G/v4small-cpu.dsfa
+  build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cpu --no-batch-decode -o $G/v4small-cpu.dsfa
   # The tensor cores (--tile-math): the tiny models and the small V4.
-  build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cuda --tile-math=3xtf32 -o $G/cuda-3xtf32.dsfa
-  build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cuda --tile-math=tf32 -o $G/cuda-tf32.dsfa
-  build/bin/dsf-compile models/deepseek-v4-tiny --no-kv-quant --target=cuda --tile-math=3xtf32 -o $G/v4cuda-3xtf32.dsfa
-  build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cuda --tile-math=3xtf32 -o $G/v4small-cuda-3xtf32.dsfa
-  build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cuda --tile-math=tf32 -o $G/v4small-cuda-tf32.dsfa
+  build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cuda --tile-math=3xtf32 --no-batch-decode -o $G/cuda-3xtf32.dsfa
+  build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cuda --tile-math=tf32 --no-batch-decode -o $G/cuda-tf32.dsfa
+  build/bin/dsf-compile models/deepseek-v4-tiny --no-kv-quant --target=cuda --tile-math=3xtf32 --no-batch-decode -o $G/v4cuda-3xtf32.dsfa
+  build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cuda --tile-math=3xtf32 --no-batch-decode -o $G/v4small-cuda-3xtf32.dsfa
+  build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cuda --tile-math=tf32 --no-batch-decode -o $G/v4small-cuda-tf32.dsfa
   # The tiny V4.1 declared bf16 (its weights bound as bf16 and widened in the
   # kernels), quantizers off, on the GPU and the CPU.
   mkdir -p build/tiny-bf16
   python3 -c "import json; c = json.load(open('models/deepseek-v4.1-tiny/config.json')); c['torch_dtype'] = 'bfloat16'; json.dump(c, open('build/tiny-bf16/config.json', 'w'), indent=1)"
-  build/bin/dsf-compile build/tiny-bf16 --no-kv-quant --target=cuda -o $G/bf16-cuda.dsfa
-  build/bin/dsf-compile build/tiny-bf16 --no-kv-quant --target=cpu -o $G/bf16-cpu.dsfa
+  build/bin/dsf-compile build/tiny-bf16 --no-kv-quant --target=cuda --no-batch-decode -o $G/bf16-cuda.dsfa
+  build/bin/dsf-compile build/tiny-bf16 --no-kv-quant --target=cpu --no-batch-decode -o $G/bf16-cpu.dsfa
   # The tiny V4.1 with 65,536 positions, for the 32K-prefix tiers benchmark.
   mkdir -p build/tiny-64k
   python3 -c "import json; c = json.load(open('models/deepseek-v4.1-tiny/config.json')); c['max_position_embeddings'] = 65536; json.dump(c, open('build/tiny-64k/config.json', 'w'), indent=1)"
-  build/bin/dsf-compile build/tiny-64k --target=cuda -o $G/cuda-64k.dsfa
+  build/bin/dsf-compile build/tiny-64k --target=cuda --no-batch-decode -o $G/cuda-64k.dsfa
   cp build/bin/dsf-run test/runtime/Inputs/check_logits.py test/reference/safetensors_io.py $G/
   cp "$golden/weights.safetensors" "$golden/io.safetensors" $G/
   mkdir -p build/gpu-pack
@@ -179,6 +179,36 @@ PY
   $C $OUT/t-turns.logits --against $OUT/t-cold.logits --exact || true
   DSF_DECODE_ON_HOST=1 $R $I --multi-turn --session agent --dump-logits $OUT/t-turns-host.logits < /tmp/tturns
   $C $OUT/t-turns.logits --against $OUT/t-turns-host.logits --exact || true
+  # The batched step (@batch_decode): six sequences of 1 to 70 tokens
+  # decoded together, leaving the batch at different steps, their state in
+  # slots (rings, pages), each step replayed as a CUDA graph. On the
+  # batch-invariant artifact every sum runs in one order whatever the batch,
+  # so each sequence equals its own decode bit for bit, and the steps
+  # launched one by one (DSF_CUDA_GRAPHS=0) equal the replays bit for bit.
+  # On the default artifact the batch against the CPU's: other orders of
+  # sums, amplified by the FP4 quantizers (as decode against prefill
+  # above); the V4 (no quantizers) to the f32 kernels' tolerance.
+  python3 -c "import random; random.seed(3); spec = [(5, 9), (20, 6), (63, 12), (70, 4), (1, 7), (34, 10)]; rows = [','.join(str(random.randrange(512)) for _ in range(n)) for n, _ in spec]; open('/tmp/bprompts', 'w').write(''.join(r + ' +' + str(k) + '\n' for r, (_, k) in zip(rows, spec))); [open('/tmp/bp%d' % i, 'w').write(r) for i, r in enumerate(rows)]; v4 = [','.join(str(random.randrange(128)) for _ in range(n)) for n in (130, 7, 40)]; open('/tmp/v4bprompts', 'w').write(v4[0] + ' +5\n' + v4[1] + ' +9\n' + v4[2] + ' +3\n')"
+  news=(9 6 12 4 7 10)
+  $R $I --batch-prompts /tmp/bprompts --dump-logits $OUT/ib.logits --timing
+  DSF_CUDA_GRAPHS=0 $R $I --batch-prompts /tmp/bprompts --dump-logits $OUT/ib-launched.logits --timing
+  for s in 0 1 2 3 4 5; do
+    $R $I --prompt-ids @/tmp/bp$s --max-new-tokens ${news[$s]} --dump-logits $OUT/is$s.logits
+    $C $OUT/ib.logits --sequence $s --against $OUT/is$s.logits --exact || true
+    $C $OUT/ib-launched.logits --sequence $s --against $OUT/ib.logits --exact || true
+  done
+  $R $G/cpu.dsfa --weights $G/weights.safetensors --batch-prompts /tmp/bprompts --dump-logits $OUT/cb.logits
+  $R $G/cuda.dsfa --weights $G/weights.safetensors --batch-prompts /tmp/bprompts --dump-logits $OUT/gb.logits --timing
+  for s in 0 2 3 5; do
+    $C $OUT/gb.logits --sequence $s --against $OUT/cb.logits --max-rel 1e-1 --min-argmax 95 || true
+  done
+  $R $G/v4cpu.dsfa --weights test/golden/v4-tiny/weights.safetensors --batch-prompts /tmp/v4bprompts --dump-logits $OUT/v4cb.logits
+  $R $G/v4cuda.dsfa --weights test/golden/v4-tiny/weights.safetensors --batch-prompts /tmp/v4bprompts --dump-logits $OUT/v4gb.logits --timing
+  for s in 0 1 2; do
+    $C $OUT/v4gb.logits --sequence $s --against $OUT/v4cb.logits --max-rel 1e-4 --min-argmax 100 || true
+  done
+  compute-sanitizer --tool memcheck --print-limit 5 $R $G/cuda.dsfa --weights $G/weights.safetensors \
+    --batch-prompts /tmp/bprompts | tail -1
   compute-sanitizer --tool memcheck --print-limit 5 $R $G/cuda.dsfa --weights $G/weights.safetensors \
     --prompt-ids 1,2,3,4,5,6,7,8,9 --then-ids 10,11,12 --max-new-tokens 2 | tail -2
   compute-sanitizer --tool memcheck --print-limit 5 $R $I --prompt-ids @/tmp/t160 --cache-dir $OUT/kv \

@@ -15,12 +15,16 @@ LogicalResult mlir::dsf::buildCpuPipeline(OpPassManager &pm) {
 
 LogicalResult mlir::dsf::buildBufferization(OpPassManager &pm) {
   // Tensors bufferize across function boundaries with identity layouts, so
-  // entry points take plain memrefs the runtime can describe. Ownership-based
-  // deallocation frees every intermediate buffer; an entry point's results
-  // are the caller's to free.
+  // entry points take plain memrefs the runtime can describe. A function
+  // does not return the arguments it updated in place: the layers' functions
+  // (drop-equivalent-buffer-results) and a batched step's slots
+  // (dsf-state-in-place). The scatters into those slots (scf.forall) become
+  // parallel loops, as linalg's do. Ownership-based deallocation frees every
+  // intermediate buffer; an entry point's results are the caller's to free.
   if (failed(parsePassPipeline("canonicalize,"
                                "one-shot-bufferize{bufferize-function-boundaries=1 "
-                               "function-boundary-type-conversion=identity-layout-map}",
+                               "function-boundary-type-conversion=identity-layout-map},"
+                               "drop-equivalent-buffer-results,dsf-state-in-place,func.func(scf-forall-to-parallel)",
                                pm)))
     return failure();
   bufferization::buildBufferDeallocationPipeline(pm);

@@ -80,6 +80,21 @@ ModelFacts mlir::dsf::collectModelFacts(ModelOp model) {
   });
   for (auto &[key, e] : plan)
     facts.cachePlan.push_back(e);
+  // A carry's compressor ratio, by the slot name dsf-thread-state gives it
+  // ("<compressor>.carry", after its wkv weight): how many of a sequence's
+  // last rows it holds (a batched step keeps them in a ring).
+  llvm::StringMap<int64_t> carryRatio;
+  first.walk([&](CompressOp k) {
+    if (!k.getCarryOut())
+      return;
+    StringRef wkv = k.getWkv();
+    std::string name;
+    if (wkv.consume_back(".wkv.weight"))
+      name = wkv.str() + ".carry";
+    else if (auto layer = k->getParentOfType<LayerOp>())
+      name = "layers." + std::to_string(layer.getIndex()) + ".compressor.carry";
+    carryRatio[name] = k.getRatio();
+  });
   // The state slots: the names dsf-thread-state gave, the types the prefill
   // entry point returns them as.
   if (auto names = first->getAttrOfType<ArrayAttr>("dsf.state")) {
@@ -102,6 +117,7 @@ ModelFacts mlir::dsf::collectModelFacts(ModelOp model) {
       } else {
         slot.kind = "carry";
         slot.width = llvm::cast<RankedTensorType>(t).getShape().back();
+        slot.ratio = carryRatio.lookup(slot.name);
       }
       if (format) {
         slot.element = stringifyScalarFormat(format.getElement()).str();
@@ -126,19 +142,31 @@ LogicalResult mlir::dsf::describeEntryPoints(ModuleOp module, const ModelFacts &
     e.name = func.getSymName().str();
     e.symbol = "dsf_entry_" + e.name;
     FunctionType type = func.getFunctionType();
-    // (token inputs..., state..., weights...) -> (logits, state...)
+    // (token inputs..., state..., weights...) -> (logits, state...); a
+    // batched entry point (dsf.batched) takes its state as slots and its
+    // page tables after them, and updates the slots in place (the lowering
+    // drops them from its results: dsf-state-in-place):
+    // (token inputs..., slots..., page tables..., weights...) -> logits.
+    bool batched = func->hasAttr("dsf.batched");
     SmallVector<std::string> state;
     if (auto names = func->getAttrOfType<ArrayAttr>("dsf.state"))
       for (Attribute n : names)
-        state.push_back("state:" + llvm::cast<StringAttr>(n).str());
+        state.push_back((batched ? "slots:" : "state:") + llvm::cast<StringAttr>(n).str());
+    SmallVector<std::string> tables;
+    if (auto ratios = func->getAttrOfType<ArrayAttr>("dsf.page_tables"))
+      for (Attribute r : ratios)
+        tables.push_back("pages:" + std::to_string(llvm::cast<IntegerAttr>(r).getInt()));
     unsigned numResults = type.getNumResults();
     unsigned stateInputs = func->hasAttr("dsf.prefill") ? 0 : state.size();
-    if (type.getNumInputs() < bound.size() + stateInputs || type.getNumInputs() - bound.size() - stateInputs > 3 ||
-        numResults != 1 + state.size()) {
+    unsigned fixedInputs = bound.size() + stateInputs + tables.size();
+    if (type.getNumInputs() < fixedInputs || type.getNumInputs() - fixedInputs > 3 || numResults != 1 + state.size() ||
+        (batched && tables.empty() != llvm::none_of(state, [](const std::string &n) {
+           return llvm::StringRef(n).ends_with(".kv") || llvm::StringRef(n).ends_with(".index_keys");
+         }))) {
       error = "entry point '" + e.name + "' has an unexpected signature";
       return failure();
     }
-    unsigned numInputs = type.getNumInputs() - bound.size() - stateInputs;
+    unsigned numInputs = type.getNumInputs() - fixedInputs;
     auto spec = [](std::string name, Type t) {
       auto tensor = llvm::cast<RankedTensorType>(t);
       ::dsf::rt::TensorSpec s{std::move(name), dtypeOf(tensor.getElementType()), {}};
@@ -150,9 +178,12 @@ LogicalResult mlir::dsf::describeEntryPoints(ModuleOp module, const ModelFacts &
       e.inputs.push_back(spec(inputNames[i], type.getInput(i)));
     for (unsigned i = 0; i < stateInputs; ++i)
       e.inputs.push_back(spec(state[i], type.getInput(numInputs + i)));
+    for (unsigned i = 0; i < tables.size(); ++i)
+      e.inputs.push_back(spec(tables[i], type.getInput(numInputs + stateInputs + i)));
     e.outputs.push_back(spec("logits", type.getResult(0)));
-    for (unsigned i = 0; i < state.size(); ++i)
-      e.outputs.push_back(spec(state[i], type.getResult(1 + i)));
+    if (!batched)
+      for (unsigned i = 0; i < state.size(); ++i)
+        e.outputs.push_back(spec(state[i], type.getResult(1 + i)));
     for (auto [i, a] : llvm::enumerate(bound)) {
       auto name = llvm::cast<FlatSymbolRefAttr>(a).getValue();
       auto it = facts.weights.find(name);
@@ -163,7 +194,7 @@ LogicalResult mlir::dsf::describeEntryPoints(ModuleOp module, const ModelFacts &
       e.weights.push_back(it->second);
       // The element the lowering bound it in (dsf-to-linalg's weight-storage),
       // which is what the runtime must hand over.
-      Type element = llvm::cast<RankedTensorType>(type.getInput(numInputs + stateInputs + i)).getElementType();
+      Type element = llvm::cast<RankedTensorType>(type.getInput(numInputs + stateInputs + tables.size() + i)).getElementType();
       if (!element.isF32() && !element.isBF16() && !element.isInteger(32)) {
         error = "entry point '" + e.name + "' binds weight '" + name.str() + "' as " + printed(TypeAttr::get(element)) +
                 ", which the runtime cannot hand over (f32, bf16 or i32)";

@@ -59,24 +59,37 @@ constexpr int64_t kMaxWidth = 4096;
 struct Attention {
   int64_t heads = 0, width = 0, window = 0, k = 0;
   FloatAttr scale;
+  /// A batched step's helper (dsf.slot_attention): the windows are rings,
+  /// the cache pages of `pageEntries` entries.
+  bool slots = false;
+  int64_t pageEntries = 0;
 };
 
-std::optional<Attention> parseAttention(DictionaryAttr spec) {
+std::optional<Attention> parseAttention(DictionaryAttr spec, bool slots) {
   auto heads = spec.getAs<IntegerAttr>("heads"), width = spec.getAs<IntegerAttr>("width");
   auto window = spec.getAs<IntegerAttr>("window"), k = spec.getAs<IntegerAttr>("k");
   auto scale = spec.getAs<FloatAttr>("scale");
+  auto pageEntries = spec.getAs<IntegerAttr>("page_entries");
   if (!heads || !width || !window || !k || !scale || heads.getInt() < 1 || width.getInt() < 1 ||
-      window.getInt() < 1 || k.getInt() < 0 || !scale.getType().isF32())
+      window.getInt() < 1 || k.getInt() < 0 || !scale.getType().isF32() ||
+      (slots && (!pageEntries || (k.getInt() > 0 && pageEntries.getInt() < 1))))
     return std::nullopt;
-  return Attention{heads.getInt(), width.getInt(), window.getInt(), k.getInt(), scale};
+  return Attention{heads.getInt(), width.getInt(), window.getInt(), k.getInt(), scale, slots,
+                   slots ? pageEntries.getInt() : 0};
 }
 
 bool hasAttentionSignature(FunctionType type, const Attention &a, Builder &b) {
   int64_t dyn = ShapedType::kDynamic;
-  Type f32 = b.getF32Type();
+  Type f32 = b.getF32Type(), i32 = b.getI32Type();
+  // (queries, window, [cache, selection], sink), or for slots (queries,
+  // rings, positions, [pages, page table, selection], sink).
   SmallVector<std::pair<SmallVector<int64_t>, Type>> inputs{{{dyn, a.heads, a.width}, f32}, {{dyn, a.width}, f32}};
-  if (a.k)
-    inputs.append({{{dyn, a.width}, f32}, {{dyn, a.k}, b.getI32Type()}});
+  if (a.slots)
+    inputs.push_back({{dyn}, i32});
+  if (a.k && a.slots)
+    inputs.append({{{dyn, a.width}, f32}, {{dyn, dyn}, i32}, {{dyn, a.k}, i32}});
+  else if (a.k)
+    inputs.append({{{dyn, a.width}, f32}, {{dyn, a.k}, i32}});
   inputs.push_back({{a.heads}, f32});
   if (type.getNumInputs() != inputs.size() || type.getNumResults() != 1)
     return false;
@@ -106,7 +119,10 @@ struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
     SmallVector<Value> args(body.getArguments());
     clearBody(body);
     Value q = args[0], window = args[1], sink = args.back();
-    Value cache = a.k ? args[2] : Value(), selection = a.k ? args[3] : Value();
+    Value positions = a.slots ? args[2] : Value();
+    unsigned firstCache = a.slots ? 3 : 2;
+    Value cache = a.k ? args[firstCache] : Value(), selection = a.k ? args[firstCache + (a.slots ? 2 : 1)] : Value();
+    Value table = a.k && a.slots ? args[4] : Value();
     int64_t columns = a.window + a.k, width = a.width;
 
     OpBuilder b = OpBuilder::atBlockEnd(&body);
@@ -174,7 +190,15 @@ struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
     // loads of both rows issued together. Every load reads a row that
     // exists (a band row before the sequence reads the query's own, an entry
     // of -1 entry 0); the logit of such a column is -inf.
-    Value self = add(k, off, t);
+    // The query's own row: off + t, or in a batch its ring's row of its
+    // position p (which the band is counted from).
+    Value self = add(k, off, t), position;
+    if (a.slots) {
+      position = arith::IndexCastOp::create(k, loc, k.getIndexType(),
+                                            memref::LoadOp::create(k, loc, positions, ValueRange{t}));
+      self = add(k, arith::MulIOp::create(k, loc, t, idx(k, a.window)),
+                 arith::RemUIOp::create(k, loc, position, idx(k, a.window)));
+    }
     using RowOf = function_ref<std::pair<Value, Value>(OpBuilder &, Value)>;
     auto logits = [&](OpBuilder &o, Value src, int64_t n, int64_t firstColumn, RowOf rowOf) {
       stridedLoop(o, warp, idx(o, n), 2 * kWarps, [&](OpBuilder &w, Value c) {
@@ -208,7 +232,18 @@ struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
     };
     // Band column c of query t is window row off + t + c - (W - 1), a row
     // when that is >= 0.
+    // In a batch, position p - (W - 1) + c at ring row t W + its position
+    // mod W, a row of the sequence when that position is >= 0.
     auto bandRow = [&](OpBuilder &o, Value c) {
+      if (a.slots) {
+        Value shifted = add(o, position, c);
+        Value valid = cmp(o, arith::CmpIPredicate::uge, shifted, idx(o, a.window - 1));
+        Value at = arith::RemUIOp::create(o, loc, arith::SubIOp::create(o, loc, shifted, idx(o, a.window - 1)),
+                                          idx(o, a.window));
+        Value row = arith::SelectOp::create(o, loc, valid, add(o, arith::MulIOp::create(o, loc, t, idx(o, a.window)), at),
+                                            self);
+        return std::make_pair(valid, row);
+      }
       Value shifted = add(o, self, c);
       Value valid = cmp(o, arith::CmpIPredicate::uge, shifted, idx(o, a.window - 1));
       Value row = arith::SelectOp::create(o, loc, valid, arith::SubIOp::create(o, loc, shifted, idx(o, a.window - 1)),
@@ -222,6 +257,14 @@ struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
       Value zero = arith::ConstantIntOp::create(o, loc, 0, 32);
       Value valid = cmp(o, arith::CmpIPredicate::sge, e, zero);
       Value row = arith::IndexCastOp::create(o, loc, o.getIndexType(), arith::MaxSIOp::create(o, loc, e, zero));
+      if (a.slots) {
+        // Entry e of token t: page table[t, e div E], row e mod E of it.
+        Value E = idx(o, a.pageEntries);
+        Value page = arith::IndexCastOp::create(
+            o, loc, o.getIndexType(),
+            memref::LoadOp::create(o, loc, table, ValueRange{t, arith::DivUIOp::create(o, loc, row, E)}));
+        row = add(o, arith::MulIOp::create(o, loc, page, E), arith::RemUIOp::create(o, loc, row, E));
+      }
       return std::make_pair(valid, row);
     };
     // Without entries every selected column is -1 and entry 0 does not exist.
@@ -349,13 +392,17 @@ struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
   void runOnOperation() override {
     Builder builder(&getContext());
     for (auto helper : llvm::to_vector(getOperation().getOps<func::FuncOp>())) {
-      auto spec = helper->getAttrOfType<DictionaryAttr>("dsf.attention");
+      bool slots = helper->hasAttr("dsf.slot_attention");
+      auto spec = helper->getAttrOfType<DictionaryAttr>(slots ? "dsf.slot_attention" : "dsf.attention");
       if (!spec || helper.isExternal())
         continue;
-      std::optional<Attention> attention = parseAttention(spec);
+      std::optional<Attention> attention = parseAttention(spec, slots);
       if (!attention || !hasAttentionSignature(helper.getFunctionType(), *attention, builder)) {
-        helper.emitError("dsf-gpu-sink-attention: a dsf.attention helper that is not the bufferized (queries, "
-                         "window, [cache, selection], sink) -> output of its heads, width and k");
+        helper.emitError(slots ? "dsf-gpu-sink-attention: a dsf.slot_attention helper that is not the bufferized "
+                                 "(queries, rings, positions, [pages, page table, selection], sink) -> output of its "
+                                 "heads, width, k and page entries"
+                               : "dsf-gpu-sink-attention: a dsf.attention helper that is not the bufferized (queries, "
+                                 "window, [cache, selection], sink) -> output of its heads, width and k");
         return signalPassFailure();
       }
       // The lanes' shares of a product are unrolled over width / 32 loads.

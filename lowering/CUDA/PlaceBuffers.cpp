@@ -148,12 +148,22 @@ struct PlaceBuffersPass : impl::PlaceBuffersBase<PlaceBuffersPass> {
         // prefill returns state but takes none.
         int64_t stateInputs = state && !f->hasAttr("dsf.prefill") ? int64_t(state.size()) : 0;
         int64_t tokenInputs = int64_t(f.getNumArguments()) - int64_t(weights.size()) - stateInputs;
+        // A batched step is replayed as a CUDA graph with new token inputs:
+        // its host code must not read any of them (their values would be
+        // those of the step it was captured from).
+        bool batched = f->hasAttr("dsf.batched");
+        if (batched)
+          tokenInputs = 0;
         for (BlockArgument arg : f.getArguments()) {
           Fate fate = fateOf(arg, summaries, module);
           checkFollowable(fate);
           if (fate.access & kHostWrite)
             fail(fate.hostAccess, "dsf-place-buffers: the host code writes argument " + Twine(arg.getArgNumber()) +
                                       " of entry point '" + f.getSymName() + "', which the runtime owns");
+          else if ((fate.access & kHostRead) && batched)
+            fail(fate.hostAccess, "dsf-place-buffers: the host code reads argument " + Twine(arg.getArgNumber()) +
+                                      " of batched entry point '" + f.getSymName() +
+                                      "', whose launches are replayed with other inputs (a CUDA graph)");
           else if ((fate.access & kHostRead) && int64_t(arg.getArgNumber()) >= tokenInputs)
             fail(fate.hostAccess, "dsf-place-buffers: the host code reads argument " + Twine(arg.getArgNumber()) +
                                       " of entry point '" + f.getSymName() +

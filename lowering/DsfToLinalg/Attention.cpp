@@ -47,12 +47,6 @@ Value rowsFrom(OpBuilder &b, Location loc, Value t, Value from) {
                                         ArrayRef<OpFoldResult>{one, one});
 }
 
-/// The position of query t as an index: positions[t].
-Value positionAt(OpBuilder &b, Location loc, Value positions, Value t) {
-  Value p = tensor::ExtractOp::create(b, loc, positions, ValueRange{t});
-  return arith::IndexCastOp::create(b, loc, b.getIndexType(), p);
-}
-
 /// dots[t, h, j] = q[t, h, :] . rows[j, :]: every head of every query
 /// against every row (index keys, window rows).
 Value headDots(OpBuilder &b, Location loc, Value q, Value rows) {
@@ -132,6 +126,63 @@ struct EntryPositionsLowering : DsfPattern<EntryPositionsOp> {
   }
 };
 
+} // namespace
+
+Value poolSlots(OpBuilder &b, Location loc, RankedTensorType latentType, Value entries, int64_t slots, Value ck,
+                Value z, Value ape, function_ref<SlotSource(OpBuilder &, Location, Value, Value, Value)> where) {
+  MLIRContext *ctx = b.getContext();
+  // Slot s of entry e, channel c: (valid, gate, value).
+  auto slot = [&](OpBuilder &nb, Location l, Value e, Value c, Value s) {
+    SlotSource src = where(nb, l, e, c, s);
+    Value gate = tensor::ExtractOp::create(nb, l, z, ValueRange{src.row, src.col});
+    if (ape)
+      gate = arith::AddFOp::create(
+          nb, l, gate, widenToF32(nb, l, tensor::ExtractOp::create(nb, l, ape, ValueRange{src.apeRow, src.col}).getResult()));
+    Value value = tensor::ExtractOp::create(nb, l, ck, ValueRange{src.row, src.col});
+    return std::make_tuple(src.valid, gate, value);
+  };
+  // Three passes over (entry, channel, slot): max, denominator, weighted sum.
+  Value slotAxis = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{slots}, b.getF32Type());
+  auto reduce = [&](Value init, ValueRange extra, function_ref<Value(OpBuilder &, Location, Value, Value, Value, ValueRange)> body) {
+    SmallVector<Value> inputs{slotAxis};
+    SmallVector<AffineMap> maps{pick(ctx, 3, {2})};
+    for (Value v : extra) {
+      inputs.push_back(v);
+      maps.push_back(pick(ctx, 3, {0, 1}));
+    }
+    maps.push_back(pick(ctx, 3, {0, 1}));
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{latentType}, inputs, ValueRange{init}, maps, iterators(2, 1),
+               [&](OpBuilder &nb, Location l, ValueRange a) {
+                 auto [valid, gate, value] = slot(nb, l, linalg::IndexOp::create(nb, l, 0),
+                                                  linalg::IndexOp::create(nb, l, 1), linalg::IndexOp::create(nb, l, 2));
+                 linalg::YieldOp::create(nb, l, body(nb, l, valid, gate, value, a.drop_front()));
+               })
+        .getResult(0);
+  };
+  Value empty = emptyWithRows(b, loc, latentType, entries);
+  Value mx = reduce(filled(b, loc, minusInfinity(b, loc), empty), {},
+                    [](OpBuilder &nb, Location l, Value valid, Value gate, Value, ValueRange acc) -> Value {
+                      Value m = arith::MaximumFOp::create(nb, l, acc.back(), gate);
+                      return arith::SelectOp::create(nb, l, valid, m, acc.back());
+                    });
+  auto weightOf = [](OpBuilder &nb, Location l, Value gate, Value m) -> Value {
+    return math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, gate, m));
+  };
+  Value zeros = filled(b, loc, f32Const(b, loc, 0), empty);
+  Value denom = reduce(zeros, {mx}, [&](OpBuilder &nb, Location l, Value valid, Value gate, Value, ValueRange a) -> Value {
+    Value sum = arith::AddFOp::create(nb, l, a.back(), weightOf(nb, l, gate, a[0]));
+    return arith::SelectOp::create(nb, l, valid, sum, a.back());
+  });
+  return reduce(zeros, {mx, denom}, [&](OpBuilder &nb, Location l, Value valid, Value gate, Value value, ValueRange a) -> Value {
+    Value p = arith::DivFOp::create(nb, l, weightOf(nb, l, gate, a[0]), a[1]);
+    Value sum = arith::AddFOp::create(nb, l, a.back(), arith::MulFOp::create(nb, l, p, value));
+    return arith::SelectOp::create(nb, l, valid, sum, a.back());
+  });
+}
+
+namespace {
+
 /// The compressors. `project` (ratio 1): latent = x·W_kv. The others pool
 /// slots of Ck = x·W_kv with softmax(Z + ape) per channel, Z = x·W_gate:
 /// `pair` and `pool` the `ratio` rows of their own group, `overlap` also the
@@ -171,69 +222,27 @@ struct CompressLowering : DsfPattern<CompressOp> {
                                             b.getF32Type());
     int64_t width = latentType.getDimSize(1), slots = overlap ? 2 * ratio : ratio;
 
-    // Slot s of entry e, channel c: (valid, gate, value).
-    auto slot = [&](OpBuilder &nb, Location l, Value e, Value c, Value s) {
+    // Slot s of entry e, channel c: where its gate and value are.
+    auto where = [&](OpBuilder &nb, Location l, Value e, Value c, Value s) {
       Value group = addIndex(nb, l, e, firstGroup);
-      Value row, col = c, apeRow = s, valid;
+      SlotSource src{Value(), Value(), c, s};
       Value rc = indexConst(nb, l, ratio);
       if (!overlap) {
-        row = addIndex(nb, l, arith::MulIOp::create(nb, l, group, rc), s);
-        valid = arith::ConstantOp::create(nb, l, nb.getBoolAttr(true));
+        src.row = addIndex(nb, l, arith::MulIOp::create(nb, l, group, rc), s);
+        src.valid = arith::ConstantOp::create(nb, l, nb.getBoolAttr(true));
       } else {
         // s < ratio: Ca (channels [0, W)) of the group before; else Cb of this one.
         Value isCa = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, s, rc);
         Value hasBefore = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::uge, group, indexConst(nb, l, 1));
-        valid = arith::OrIOp::create(nb, l, arith::XOrIOp::create(nb, l, isCa, arith::ConstantOp::create(nb, l, nb.getBoolAttr(true))), hasBefore);
+        src.valid = arith::OrIOp::create(nb, l, arith::XOrIOp::create(nb, l, isCa, arith::ConstantOp::create(nb, l, nb.getBoolAttr(true))), hasBefore);
         Value before = arith::SubIOp::create(nb, l, arith::MaxUIOp::create(nb, l, group, indexConst(nb, l, 1)), indexConst(nb, l, 1));
-        apeRow = arith::SelectOp::create(nb, l, isCa, s, arith::SubIOp::create(nb, l, s, rc));
-        row = addIndex(nb, l, arith::MulIOp::create(nb, l, arith::SelectOp::create(nb, l, isCa, before, group), rc), apeRow);
-        col = arith::SelectOp::create(nb, l, isCa, c, addIndex(nb, l, c, indexConst(nb, l, width)));
+        src.apeRow = arith::SelectOp::create(nb, l, isCa, s, arith::SubIOp::create(nb, l, s, rc));
+        src.row = addIndex(nb, l, arith::MulIOp::create(nb, l, arith::SelectOp::create(nb, l, isCa, before, group), rc), src.apeRow);
+        src.col = arith::SelectOp::create(nb, l, isCa, c, addIndex(nb, l, c, indexConst(nb, l, width)));
       }
-      Value gate = tensor::ExtractOp::create(nb, l, z, ValueRange{row, col});
-      if (ape)
-        gate = arith::AddFOp::create(
-            nb, l, gate, widenToF32(nb, l, tensor::ExtractOp::create(nb, l, ape, ValueRange{apeRow, col}).getResult()));
-      Value value = tensor::ExtractOp::create(nb, l, ck, ValueRange{row, col});
-      return std::make_tuple(valid, gate, value);
+      return src;
     };
-    // Three passes over (entry, channel, slot): max, denominator, weighted sum.
-    Value slotAxis = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{slots}, b.getF32Type());
-    auto reduce = [&](Value init, ValueRange extra, function_ref<Value(OpBuilder &, Location, Value, Value, Value, ValueRange)> body) {
-      SmallVector<Value> inputs{slotAxis};
-      SmallVector<AffineMap> maps{pick(ctx, 3, {2})};
-      for (Value v : extra) {
-        inputs.push_back(v);
-        maps.push_back(pick(ctx, 3, {0, 1}));
-      }
-      maps.push_back(pick(ctx, 3, {0, 1}));
-      return linalg::GenericOp::create(
-                 b, loc, TypeRange{latentType}, inputs, ValueRange{init}, maps, iterators(2, 1),
-                 [&](OpBuilder &nb, Location l, ValueRange a) {
-                   auto [valid, gate, value] = slot(nb, l, linalg::IndexOp::create(nb, l, 0),
-                                                    linalg::IndexOp::create(nb, l, 1), linalg::IndexOp::create(nb, l, 2));
-                   linalg::YieldOp::create(nb, l, body(nb, l, valid, gate, value, a.drop_front()));
-                 })
-          .getResult(0);
-    };
-    Value empty = emptyWithRows(b, loc, latentType, entries);
-    Value mx = reduce(filled(b, loc, minusInfinity(b, loc), empty), {},
-                      [](OpBuilder &nb, Location l, Value valid, Value gate, Value, ValueRange acc) -> Value {
-                        Value m = arith::MaximumFOp::create(nb, l, acc.back(), gate);
-                        return arith::SelectOp::create(nb, l, valid, m, acc.back());
-                      });
-    auto weightOf = [](OpBuilder &nb, Location l, Value gate, Value m) -> Value {
-      return math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, gate, m));
-    };
-    Value zeros = filled(b, loc, f32Const(b, loc, 0), empty);
-    Value denom = reduce(zeros, {mx}, [&](OpBuilder &nb, Location l, Value valid, Value gate, Value, ValueRange a) -> Value {
-      Value sum = arith::AddFOp::create(nb, l, a.back(), weightOf(nb, l, gate, a[0]));
-      return arith::SelectOp::create(nb, l, valid, sum, a.back());
-    });
-    Value pooled = reduce(zeros, {mx, denom}, [&](OpBuilder &nb, Location l, Value valid, Value gate, Value value, ValueRange a) -> Value {
-      Value p = arith::DivFOp::create(nb, l, weightOf(nb, l, gate, a[0]), a[1]);
-      Value sum = arith::AddFOp::create(nb, l, a.back(), arith::MulFOp::create(nb, l, p, value));
-      return arith::SelectOp::create(nb, l, valid, sum, a.back());
-    });
+    Value pooled = poolSlots(b, loc, latentType, entries, slots, ck, z, ape, where);
     SmallVector<Value> results{rmsNormRows(b, loc, pooled, norm, eps)};
     if (op.getCarryOut()) {
       // What later entries need: the open group's rows, and for overlap the
@@ -557,146 +566,151 @@ struct IndexTopkLowering : DsfPattern<IndexTopkOp> {
   using DsfPattern::DsfPattern;
   LogicalResult matchAndRewrite(IndexTopkOp op, OpAdaptor adaptor, ConversionPatternRewriter &b) const override {
     Location loc = op.getLoc();
-    MLIRContext *ctx = b.getContext();
     Value q = adaptor.getQueries(), w = adaptor.getWeights(), keys = adaptor.getKeys();
     auto cacheType = llvm::cast<CacheType>(op.getKeys().getType());
-    int64_t ratio = cacheType.getRatio(), k = op.getK();
-    auto f32 = b.getF32Type();
+    int64_t ratio = cacheType.getRatio();
     Value dots = headDots(b, loc, q, keys);
-    // scores[t, j] = sum_h (w[t, h] * scale) * relu(dots[t, h, j])
-    auto scoreType = RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, f32);
     Value tokens = dim0(b, loc, q), entries = dim0(b, loc, keys);
-    auto emptyScores = [&](Type elem) {
-      return tensor::EmptyOp::create(b, loc, RankedTensorType::get(scoreType.getShape(), elem), ValueRange{tokens, entries})
-          .getResult();
-    };
-    double scale = op.getScale().convertToDouble();
-    Value scores = linalg::GenericOp::create(
-                       b, loc, TypeRange{scoreType}, ValueRange{w, dots},
-                       ValueRange{filled(b, loc, f32Const(b, loc, 0), emptyScores(f32))},
-                       ArrayRef<AffineMap>{pick(ctx, 3, {0, 2}), pick(ctx, 3, {0, 2, 1}), pick(ctx, 3, {0, 1})},
-                       iterators(2, 1),
-                       [&](OpBuilder &nb, Location l, ValueRange a) {
-                         Value wt = arith::MulFOp::create(nb, l, a[0], f32Const(nb, l, scale));
-                         Value relu = arith::MaximumFOp::create(nb, l, a[1], f32Const(nb, l, 0));
-                         linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], arith::MulFOp::create(nb, l, wt, relu)).getResult());
-                       })
-                       .getResult(0);
     // Query t is the token at positions[t] or, without positions, at off + t
     // with off = max(0, entries * ratio - tokens).
     Value span = arith::MulIOp::create(b, loc, entries, indexConst(b, loc, ratio));
     Value off = arith::SubIOp::create(b, loc, arith::MaxUIOp::create(b, loc, span, tokens), tokens);
     Value positions = adaptor.getPositions();
-    auto visibleCount = [&](OpBuilder &nb, Location l, Value t) {
+    auto visibleCount = [positions, off, ratio](OpBuilder &nb, Location l, Value t) {
       Value p = positions ? positionAt(nb, l, positions, t) : arith::AddIOp::create(nb, l, t, off).getResult();
       Value p1 = arith::AddIOp::create(nb, l, p, indexConst(nb, l, 1));
       return arith::DivUIOp::create(nb, l, p1, indexConst(nb, l, ratio)).getResult();
     };
-    Value visibleScores = linalg::GenericOp::create(
-                              b, loc, TypeRange{scoreType}, ValueRange{scores}, ValueRange{emptyScores(f32)},
-                              ArrayRef<AffineMap>{pick(ctx, 2, {0, 1}), pick(ctx, 2, {0, 1})}, iterators(2),
-                              [&](OpBuilder &nb, Location l, ValueRange a) {
-                                Value t = linalg::IndexOp::create(nb, l, 0), j = linalg::IndexOp::create(nb, l, 1);
-                                Value visible = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, j, visibleCount(nb, l, t));
-                                linalg::YieldOp::create(nb, l, arith::SelectOp::create(nb, l, visible, a[0], minusInfinity(nb, l)).getResult());
-                              })
-                              .getResult(0);
-    SmallVector<Value> results;
-    Value ranked = visibleScores;
-    if (Value pool = adaptor.getWithin())
-      ranked = elementwise(b, loc, ValueRange{visibleScores, pool}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-        return arith::SelectOp::create(nb, l, a[1], a[0], minusInfinity(nb, l));
-      });
-    // The selection: a call of the helper for (k, threshold-from), which the
-    // pass adds after the conversion (selectTopk below).
-    TopkSpec spec{k, state.topkThresholdFrom};
-    std::string name = topkName(spec);
-    state.topk[name] = spec;
-    Value selection =
-        func::CallOp::create(b, loc, name, TypeRange{topkType(ctx, k)}, ValueRange{ranked}).getResult(0);
-    results.push_back(selection);
-    if (op.getCandidatePool()) {
-      auto poolType = llvm::cast<PoolType>(op.getCandidatePool().getType());
-      results.push_back(candidatePool(b, loc, visibleScores, poolType, visibleCount, entries, tokens));
-    }
-    b.replaceOp(op, results);
+    b.replaceOp(op, indexSelect(b, loc, op, w, dots, adaptor.getWithin(), tokens, entries, visibleCount, state));
     return success();
-  }
-
-  /// The hierarchical indexer's pool: blocks of `block_size` entries scored by
-  /// their max; the newest visible block and the best blocks - 1 others.
-  static Value candidatePool(OpBuilder &b, Location loc, Value scores, PoolType poolType,
-                             function_ref<Value(OpBuilder &, Location, Value)> visibleCount, Value entries,
-                             Value tokens) {
-    MLIRContext *ctx = b.getContext();
-    int64_t size = poolType.getBlockSize(), keepBlocks = poolType.getBlocks();
-    auto f32 = b.getF32Type();
-    Value nb = arith::CeilDivUIOp::create(b, loc, entries, indexConst(b, loc, size));
-    auto blockType = RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, f32);
-    Value init = filled(b, loc, minusInfinity(b, loc), tensor::EmptyOp::create(b, loc, blockType, ValueRange{tokens, nb}));
-    // (t, block, i): block max over its (in-range) entries
-    auto within = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{size}, f32);
-    Value blockMax = linalg::GenericOp::create(
-                         b, loc, TypeRange{blockType}, ValueRange{within}, ValueRange{init},
-                         ArrayRef<AffineMap>{pick(ctx, 3, {2}), pick(ctx, 3, {0, 1})}, iterators(2, 1),
-                         [&](OpBuilder &nb2, Location l, ValueRange a) {
-                           Value t = linalg::IndexOp::create(nb2, l, 0);
-                           Value j = arith::AddIOp::create(nb2, l, arith::MulIOp::create(nb2, l, linalg::IndexOp::create(nb2, l, 1), indexConst(nb2, l, size)),
-                                                           linalg::IndexOp::create(nb2, l, 2));
-                           Value inRange = arith::CmpIOp::create(nb2, l, arith::CmpIPredicate::ult, j, entries);
-                           Value safe = arith::SelectOp::create(nb2, l, inRange, j, indexConst(nb2, l, 0));
-                           Value v = tensor::ExtractOp::create(nb2, l, scores, ValueRange{t, safe});
-                           v = arith::SelectOp::create(nb2, l, inRange, v, minusInfinity(nb2, l));
-                           linalg::YieldOp::create(nb2, l, arith::MaximumFOp::create(nb2, l, a[1], v).getResult());
-                         })
-                         .getResult(0);
-    auto newestOf = [&](OpBuilder &nb2, Location l, Value t) {
-      Value count = arith::MinUIOp::create(nb2, l, visibleCount(nb2, l, t), entries);
-      Value any = arith::CmpIOp::create(nb2, l, arith::CmpIPredicate::ugt, count, indexConst(nb2, l, 0));
-      Value last = arith::SubIOp::create(nb2, l, arith::MaxUIOp::create(nb2, l, count, indexConst(nb2, l, 1)), indexConst(nb2, l, 1));
-      return std::make_pair(any, arith::DivUIOp::create(nb2, l, last, indexConst(nb2, l, size)).getResult());
-    };
-    auto maskType = RankedTensorType::get(blockType.getShape(), b.getI1Type());
-    Value eligible = linalg::GenericOp::create(
-                         b, loc, TypeRange{maskType}, ValueRange{blockMax},
-                         ValueRange{tensor::EmptyOp::create(b, loc, maskType, ValueRange{tokens, nb})},
-                         ArrayRef<AffineMap>{pick(ctx, 2, {0, 1}), pick(ctx, 2, {0, 1})}, iterators(2),
-                         [&](OpBuilder &nb2, Location l, ValueRange a) {
-                           auto [any, newest] = newestOf(nb2, l, linalg::IndexOp::create(nb2, l, 0));
-                           (void)any;
-                           Value finite = arith::CmpFOp::create(nb2, l, arith::CmpFPredicate::OGT, a[0], minusInfinity(nb2, l));
-                           Value other = arith::CmpIOp::create(nb2, l, arith::CmpIPredicate::ne, linalg::IndexOp::create(nb2, l, 1), newest);
-                           linalg::YieldOp::create(nb2, l, arith::AndIOp::create(nb2, l, finite, other).getResult());
-                         })
-                         .getResult(0);
-    Value rank = stableDescendingRank(b, loc, blockMax, eligible);
-    Value keepBlock = linalg::GenericOp::create(
-                          b, loc, TypeRange{maskType}, ValueRange{eligible, rank},
-                          ValueRange{tensor::EmptyOp::create(b, loc, maskType, ValueRange{tokens, nb})},
-                          ArrayRef<AffineMap>{pick(ctx, 2, {0, 1}), pick(ctx, 2, {0, 1}), pick(ctx, 2, {0, 1})},
-                          iterators(2),
-                          [&](OpBuilder &nb2, Location l, ValueRange a) {
-                            auto [any, newest] = newestOf(nb2, l, linalg::IndexOp::create(nb2, l, 0));
-                            Value isNewest = arith::CmpIOp::create(nb2, l, arith::CmpIPredicate::eq, linalg::IndexOp::create(nb2, l, 1), newest);
-                            Value best = arith::AndIOp::create(nb2, l, a[0], arith::CmpIOp::create(nb2, l, arith::CmpIPredicate::slt, a[1], i32Const(nb2, l, int32_t(keepBlocks - 1))));
-                            linalg::YieldOp::create(nb2, l, arith::AndIOp::create(nb2, l, any, arith::OrIOp::create(nb2, l, isNewest, best)).getResult());
-                          })
-                          .getResult(0);
-    auto poolMaskType = RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, b.getI1Type());
-    return linalg::GenericOp::create(
-               b, loc, TypeRange{poolMaskType}, ValueRange{},
-               ValueRange{tensor::EmptyOp::create(b, loc, poolMaskType, ValueRange{tokens, entries})},
-               ArrayRef<AffineMap>{pick(ctx, 2, {0, 1})}, iterators(2),
-               [&](OpBuilder &nb2, Location l, ValueRange) {
-                 Value t = linalg::IndexOp::create(nb2, l, 0);
-                 Value block = arith::DivUIOp::create(nb2, l, linalg::IndexOp::create(nb2, l, 1), indexConst(nb2, l, size));
-                 linalg::YieldOp::create(nb2, l, tensor::ExtractOp::create(nb2, l, keepBlock, ValueRange{t, block}).getResult());
-               })
-        .getResult(0);
   }
 };
 
+/// The hierarchical indexer's pool: blocks of `block_size` entries scored by
+/// their max; the newest visible block and the best blocks - 1 others.
+Value candidatePool(OpBuilder &b, Location loc, Value scores, PoolType poolType,
+                    function_ref<Value(OpBuilder &, Location, Value)> visibleCount, Value entries, Value tokens) {
+  MLIRContext *ctx = b.getContext();
+  int64_t size = poolType.getBlockSize(), keepBlocks = poolType.getBlocks();
+  auto f32 = b.getF32Type();
+  Value nb = arith::CeilDivUIOp::create(b, loc, entries, indexConst(b, loc, size));
+  auto blockType = RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, f32);
+  Value init = filled(b, loc, minusInfinity(b, loc), tensor::EmptyOp::create(b, loc, blockType, ValueRange{tokens, nb}));
+  // (t, block, i): block max over its (in-range) entries
+  auto within = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{size}, f32);
+  Value blockMax = linalg::GenericOp::create(
+                       b, loc, TypeRange{blockType}, ValueRange{within}, ValueRange{init},
+                       ArrayRef<AffineMap>{pick(ctx, 3, {2}), pick(ctx, 3, {0, 1})}, iterators(2, 1),
+                       [&](OpBuilder &nb2, Location l, ValueRange a) {
+                         Value t = linalg::IndexOp::create(nb2, l, 0);
+                         Value j = arith::AddIOp::create(nb2, l, arith::MulIOp::create(nb2, l, linalg::IndexOp::create(nb2, l, 1), indexConst(nb2, l, size)),
+                                                         linalg::IndexOp::create(nb2, l, 2));
+                         Value inRange = arith::CmpIOp::create(nb2, l, arith::CmpIPredicate::ult, j, entries);
+                         Value safe = arith::SelectOp::create(nb2, l, inRange, j, indexConst(nb2, l, 0));
+                         Value v = tensor::ExtractOp::create(nb2, l, scores, ValueRange{t, safe});
+                         v = arith::SelectOp::create(nb2, l, inRange, v, minusInfinity(nb2, l));
+                         linalg::YieldOp::create(nb2, l, arith::MaximumFOp::create(nb2, l, a[1], v).getResult());
+                       })
+                       .getResult(0);
+  auto newestOf = [&](OpBuilder &nb2, Location l, Value t) {
+    Value count = arith::MinUIOp::create(nb2, l, visibleCount(nb2, l, t), entries);
+    Value any = arith::CmpIOp::create(nb2, l, arith::CmpIPredicate::ugt, count, indexConst(nb2, l, 0));
+    Value last = arith::SubIOp::create(nb2, l, arith::MaxUIOp::create(nb2, l, count, indexConst(nb2, l, 1)), indexConst(nb2, l, 1));
+    return std::make_pair(any, arith::DivUIOp::create(nb2, l, last, indexConst(nb2, l, size)).getResult());
+  };
+  auto maskType = RankedTensorType::get(blockType.getShape(), b.getI1Type());
+  Value eligible = linalg::GenericOp::create(
+                       b, loc, TypeRange{maskType}, ValueRange{blockMax},
+                       ValueRange{tensor::EmptyOp::create(b, loc, maskType, ValueRange{tokens, nb})},
+                       ArrayRef<AffineMap>{pick(ctx, 2, {0, 1}), pick(ctx, 2, {0, 1})}, iterators(2),
+                       [&](OpBuilder &nb2, Location l, ValueRange a) {
+                         auto [any, newest] = newestOf(nb2, l, linalg::IndexOp::create(nb2, l, 0));
+                         (void)any;
+                         Value finite = arith::CmpFOp::create(nb2, l, arith::CmpFPredicate::OGT, a[0], minusInfinity(nb2, l));
+                         Value other = arith::CmpIOp::create(nb2, l, arith::CmpIPredicate::ne, linalg::IndexOp::create(nb2, l, 1), newest);
+                         linalg::YieldOp::create(nb2, l, arith::AndIOp::create(nb2, l, finite, other).getResult());
+                       })
+                       .getResult(0);
+  Value rank = stableDescendingRank(b, loc, blockMax, eligible);
+  Value keepBlock = linalg::GenericOp::create(
+                        b, loc, TypeRange{maskType}, ValueRange{eligible, rank},
+                        ValueRange{tensor::EmptyOp::create(b, loc, maskType, ValueRange{tokens, nb})},
+                        ArrayRef<AffineMap>{pick(ctx, 2, {0, 1}), pick(ctx, 2, {0, 1}), pick(ctx, 2, {0, 1})},
+                        iterators(2),
+                        [&](OpBuilder &nb2, Location l, ValueRange a) {
+                          auto [any, newest] = newestOf(nb2, l, linalg::IndexOp::create(nb2, l, 0));
+                          Value isNewest = arith::CmpIOp::create(nb2, l, arith::CmpIPredicate::eq, linalg::IndexOp::create(nb2, l, 1), newest);
+                          Value best = arith::AndIOp::create(nb2, l, a[0], arith::CmpIOp::create(nb2, l, arith::CmpIPredicate::slt, a[1], i32Const(nb2, l, int32_t(keepBlocks - 1))));
+                          linalg::YieldOp::create(nb2, l, arith::AndIOp::create(nb2, l, any, arith::OrIOp::create(nb2, l, isNewest, best)).getResult());
+                        })
+                        .getResult(0);
+  auto poolMaskType = RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, b.getI1Type());
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{poolMaskType}, ValueRange{},
+             ValueRange{tensor::EmptyOp::create(b, loc, poolMaskType, ValueRange{tokens, entries})},
+             ArrayRef<AffineMap>{pick(ctx, 2, {0, 1})}, iterators(2),
+             [&](OpBuilder &nb2, Location l, ValueRange) {
+               Value t = linalg::IndexOp::create(nb2, l, 0);
+               Value block = arith::DivUIOp::create(nb2, l, linalg::IndexOp::create(nb2, l, 1), indexConst(nb2, l, size));
+               linalg::YieldOp::create(nb2, l, tensor::ExtractOp::create(nb2, l, keepBlock, ValueRange{t, block}).getResult());
+             })
+      .getResult(0);
+}
+
 } // namespace
+
+SmallVector<Value> indexSelect(OpBuilder &b, Location loc, IndexTopkOp op, Value w, Value dots, Value within,
+                               Value tokens, Value entries,
+                               std::function<Value(OpBuilder &, Location, Value)> visibleCount, LoweringState &state) {
+  MLIRContext *ctx = b.getContext();
+  int64_t k = op.getK();
+  auto f32 = b.getF32Type();
+  // scores[t, j] = sum_h (w[t, h] * scale) * relu(dots[t, h, j])
+  auto scoreType = RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, f32);
+  auto emptyScores = [&](Type elem) {
+    return tensor::EmptyOp::create(b, loc, RankedTensorType::get(scoreType.getShape(), elem), ValueRange{tokens, entries})
+        .getResult();
+  };
+  double scale = op.getScale().convertToDouble();
+  Value scores = linalg::GenericOp::create(
+                     b, loc, TypeRange{scoreType}, ValueRange{w, dots},
+                     ValueRange{filled(b, loc, f32Const(b, loc, 0), emptyScores(f32))},
+                     ArrayRef<AffineMap>{pick(ctx, 3, {0, 2}), pick(ctx, 3, {0, 2, 1}), pick(ctx, 3, {0, 1})},
+                     iterators(2, 1),
+                     [&](OpBuilder &nb, Location l, ValueRange a) {
+                       Value wt = arith::MulFOp::create(nb, l, a[0], f32Const(nb, l, scale));
+                       Value relu = arith::MaximumFOp::create(nb, l, a[1], f32Const(nb, l, 0));
+                       linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], arith::MulFOp::create(nb, l, wt, relu)).getResult());
+                     })
+                     .getResult(0);
+  Value visibleScores = linalg::GenericOp::create(
+                            b, loc, TypeRange{scoreType}, ValueRange{scores}, ValueRange{emptyScores(f32)},
+                            ArrayRef<AffineMap>{pick(ctx, 2, {0, 1}), pick(ctx, 2, {0, 1})}, iterators(2),
+                            [&](OpBuilder &nb, Location l, ValueRange a) {
+                              Value t = linalg::IndexOp::create(nb, l, 0), j = linalg::IndexOp::create(nb, l, 1);
+                              Value visible = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, j, visibleCount(nb, l, t));
+                              linalg::YieldOp::create(nb, l, arith::SelectOp::create(nb, l, visible, a[0], minusInfinity(nb, l)).getResult());
+                            })
+                            .getResult(0);
+  SmallVector<Value> results;
+  Value ranked = visibleScores;
+  if (within)
+    ranked = elementwise(b, loc, ValueRange{visibleScores, within}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+      return arith::SelectOp::create(nb, l, a[1], a[0], minusInfinity(nb, l));
+    });
+  // The selection: a call of the helper for (k, threshold-from), which the
+  // pass adds after the conversion (selectTopk below).
+  TopkSpec spec{k, state.topkThresholdFrom};
+  std::string name = topkName(spec);
+  state.topk[name] = spec;
+  Value selection = func::CallOp::create(b, loc, name, TypeRange{topkType(ctx, k)}, ValueRange{ranked}).getResult(0);
+  results.push_back(selection);
+  if (op.getCandidatePool()) {
+    auto poolType = llvm::cast<PoolType>(op.getCandidatePool().getType());
+    results.push_back(candidatePool(b, loc, visibleScores, poolType, visibleCount, entries, tokens));
+  }
+  return results;
+}
 
 std::string attentionName(const AttentionSpec &s) {
   float scale = float(s.scale);
@@ -717,31 +731,52 @@ SmallVector<Type> attentionInputTypes(MLIRContext *ctx, const AttentionSpec &s) 
   return inputs;
 }
 
-/// One softmax per (query, head) over [window | selected or visible entries |
-/// sink], K = V. `positions` and `ratio` matter only without a selection.
-Value sinkAttention(OpBuilder &b, Location loc, Value q, Value window, int64_t windowSize, Value cache, int64_t ratio,
-                    Value selection, Value positions, Value sink, double scale) {
-  MLIRContext *ctx = b.getContext();
-  auto f32 = b.getF32Type();
-  auto qType = tensorType(q);
-  int64_t heads = qType.getDimSize(1), width = qType.getDimSize(2);
-  Value tokens = dim0(b, loc, q), rows = dim0(b, loc, window);
-  Value off = arith::SubIOp::create(b, loc, rows, tokens);   // query t is window row off + t
-  // Which entries query t sees follows from its position: positions[t], or
-  // off + t when the window holds the whole sequence.
-
-  auto logitsType = RankedTensorType::get({ShapedType::kDynamic, heads, ShapedType::kDynamic}, f32);
-  // Window logits over the band: column w of query t is window row
-  // off + t - (W - 1) + w, in the window if that is >= 0. Only the band is
-  // computed (O(tokens x W), not O(tokens x rows)); the rows outside it
-  // would only have added exp(-inf) = 0 terms, so the sums are the same.
-  auto bandRow = [&](OpBuilder &nb, Location l, Value t, Value w) {
+QueryRows sequenceRows(OpBuilder &b, Location loc, Value q, Value window, int64_t windowSize, Value cache,
+                       int64_t ratio, Value positions) {
+  QueryRows rows;
+  rows.window = window;
+  rows.windowSize = windowSize;
+  rows.cache = cache;
+  rows.ratio = ratio;
+  Value tokens = dim0(b, loc, q);
+  Value off = arith::SubIOp::create(b, loc, dim0(b, loc, window), tokens);   // query t is window row off + t
+  // Band column w of query t is window row off + t - (W - 1) + w, in the
+  // window if that is >= 0.
+  rows.bandRow = [off, windowSize](OpBuilder &nb, Location l, Value t, Value w) {
     Value self = arith::AddIOp::create(nb, l, t, off);
     Value shifted = arith::AddIOp::create(nb, l, self, w);   // row + (W - 1)
     Value valid = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::uge, shifted, indexConst(nb, l, windowSize - 1));
     Value row = arith::SubIOp::create(nb, l, shifted, indexConst(nb, l, windowSize - 1));
     return std::make_pair(valid, arith::SelectOp::create(nb, l, valid, row, indexConst(nb, l, 0)).getResult());
   };
+  if (cache)
+    rows.entries = dim0(b, loc, cache);
+  // Which entries query t sees follows from its position: positions[t], or
+  // off + t when the window holds the whole sequence.
+  rows.position = [positions, off](OpBuilder &nb, Location l, Value t) -> Value {
+    return positions ? positionAt(nb, l, positions, t) : arith::AddIOp::create(nb, l, t, off).getResult();
+  };
+  return rows;
+}
+
+/// One softmax per (query, head) over [window | selected or visible entries |
+/// sink], K = V, over the rows `rows` addresses.
+Value sinkAttention(OpBuilder &b, Location loc, Value q, const QueryRows &rows, Value selection, Value sink,
+                    double scale) {
+  MLIRContext *ctx = b.getContext();
+  auto f32 = b.getF32Type();
+  auto qType = tensorType(q);
+  int64_t heads = qType.getDimSize(1), width = qType.getDimSize(2), windowSize = rows.windowSize;
+  Value tokens = dim0(b, loc, q), window = rows.window, cache = rows.cache;
+  auto entryRow = [&](OpBuilder &nb, Location l, Value t, Value e) {
+    return rows.entryRow ? rows.entryRow(nb, l, t, e) : e;
+  };
+
+  auto logitsType = RankedTensorType::get({ShapedType::kDynamic, heads, ShapedType::kDynamic}, f32);
+  // Window logits over the band only (O(tokens x W), not O(tokens x rows));
+  // the rows outside it would only have added exp(-inf) = 0 terms, so the
+  // sums are the same.
+  auto bandRow = [&](OpBuilder &nb, Location l, Value t, Value w) { return rows.bandRow(nb, l, t, w); };
   auto bandType = RankedTensorType::get({ShapedType::kDynamic, heads, windowSize}, f32);
   Value bandInit = filled(b, loc, f32Const(b, loc, 0), tensor::EmptyOp::create(b, loc, bandType, ValueRange{tokens}));
   Value winDots = linalg::GenericOp::create(
@@ -768,7 +803,8 @@ Value sinkAttention(OpBuilder &b, Location loc, Value q, Value window, int64_t w
       entryIndex = selection;
       columns = indexConst(b, loc, tensorType(selection).getDimSize(1));
     } else {
-      columns = dim0(b, loc, cache);
+      columns = rows.entries;
+      int64_t ratio = rows.ratio;
       auto idxType = RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, b.getI32Type());
       entryIndex = linalg::GenericOp::create(
                        b, loc, TypeRange{idxType}, ValueRange{},
@@ -776,7 +812,7 @@ Value sinkAttention(OpBuilder &b, Location loc, Value q, Value window, int64_t w
                        ArrayRef<AffineMap>{pick(ctx, 2, {0, 1})}, iterators(2),
                        [&](OpBuilder &nb, Location l, ValueRange) {
                          Value t = linalg::IndexOp::create(nb, l, 0), j = linalg::IndexOp::create(nb, l, 1);
-                         Value p = positions ? positionAt(nb, l, positions, t) : arith::AddIOp::create(nb, l, t, off).getResult();
+                         Value p = rows.position(nb, l, t);
                          Value p1 = arith::AddIOp::create(nb, l, p, indexConst(nb, l, 1));
                          Value visible = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, j,
                                                                arith::DivUIOp::create(nb, l, p1, indexConst(nb, l, ratio)));
@@ -792,7 +828,8 @@ Value sinkAttention(OpBuilder &b, Location loc, Value q, Value window, int64_t w
                      iterators(3, 1),
                      [&](OpBuilder &nb, Location l, ValueRange a) {
                        Value e = arith::IndexCastOp::create(nb, l, nb.getIndexType(), arith::MaxSIOp::create(nb, l, a[1], i32Const(nb, l, 0)));
-                       Value kv = tensor::ExtractOp::create(nb, l, cache, ValueRange{e, linalg::IndexOp::create(nb, l, 3)});
+                       Value row = entryRow(nb, l, linalg::IndexOp::create(nb, l, 0), e);
+                       Value kv = tensor::ExtractOp::create(nb, l, cache, ValueRange{row, linalg::IndexOp::create(nb, l, 3)});
                        Value p = arith::MulFOp::create(nb, l, a[0], kv);
                        linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], p).getResult());
                      })
@@ -866,7 +903,8 @@ Value sinkAttention(OpBuilder &b, Location loc, Value q, Value window, int64_t w
                    v = tensor::ExtractOp::create(nb, l, window, ValueRange{row, linalg::IndexOp::create(nb, l, 2)});
                  } else {
                    Value e = arith::IndexCastOp::create(nb, l, nb.getIndexType(), arith::MaxSIOp::create(nb, l, a[3], i32Const(nb, l, 0)));
-                   v = tensor::ExtractOp::create(nb, l, cache, ValueRange{e, linalg::IndexOp::create(nb, l, 2)});
+                   Value row = entryRow(nb, l, linalg::IndexOp::create(nb, l, 0), e);
+                   v = tensor::ExtractOp::create(nb, l, cache, ValueRange{row, linalg::IndexOp::create(nb, l, 2)});
                  }
                  linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a.back(), arith::MulFOp::create(nb, l, p, v)).getResult());
                })
@@ -895,8 +933,8 @@ struct AttentionLowering : DsfPattern<AttentionOp> {
     double scale = op.getScale().convertToDouble();
     if (cache && !selection) {
       int64_t ratio = llvm::cast<CacheType>(op.getCache().getType()).getRatio();
-      b.replaceOp(op, sinkAttention(b, loc, q, window, windowSize, cache, ratio, selection, adaptor.getPositions(),
-                                    sink, scale));
+      QueryRows rows = sequenceRows(b, loc, q, window, windowSize, cache, ratio, adaptor.getPositions());
+      b.replaceOp(op, sinkAttention(b, loc, q, rows, selection, sink, scale));
       return success();
     }
     auto qType = tensorType(q);

@@ -17,6 +17,7 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <map>
 #include <string>
@@ -84,8 +85,53 @@ struct AttentionSpec {
 };
 std::string attentionName(const AttentionSpec &spec);
 SmallVector<Type> attentionInputTypes(MLIRContext *ctx, const AttentionSpec &spec);
-Value sinkAttention(OpBuilder &b, Location loc, Value q, Value window, int64_t windowSize, Value cache, int64_t ratio,
-                    Value selection, Value positions, Value sink, double scale);
+/// How the queries of an attention reach their rows: the window's band and
+/// the cache's entries (a sequence's own tensors, or the slots of a batched
+/// entry point).
+struct QueryRows {
+  Value window;            // [rows, width]
+  int64_t windowSize = 0;
+  /// Band column w (0 .. W-1, oldest first) of query t: (whether it is a
+  /// row of the sequence, a row of `window` to read: one that exists).
+  std::function<std::pair<Value, Value>(OpBuilder &, Location, Value t, Value w)> bandRow;
+  Value cache;             // [rows, width], or null
+  Value entries;           // the extent of the entry axis
+  int64_t ratio = 1;
+  /// Entry e of query t: its row of `cache` (null: row e).
+  std::function<Value(OpBuilder &, Location, Value t, Value e)> entryRow;
+  /// Query t's position (an index).
+  std::function<Value(OpBuilder &, Location, Value t)> position;
+};
+
+/// A sequence's rows: the queries are the window's last rows; their
+/// positions are `positions` or, without them, the window holds the whole
+/// sequence from position 0.
+QueryRows sequenceRows(OpBuilder &b, Location loc, Value q, Value window, int64_t windowSize, Value cache,
+                       int64_t ratio, Value positions);
+
+/// One softmax per (query, head) over [window band | the selected entries
+/// (or, without a selection, every visible one) | sink], K = V.
+Value sinkAttention(OpBuilder &b, Location loc, Value q, const QueryRows &rows, Value selection, Value sink,
+                    double scale);
+
+/// Sink attention in a batched entry point (dsf.batched) runs in a helper
+/// per shape too (dsf_attention_slots_...): queries [tokens, heads, width],
+/// the windows' rings flattened [tokens * W, width] (position p of token t's
+/// sequence at row t * W + p mod W), positions [tokens] i32, [the cache's
+/// pages flattened [pages * E, width], the page table [tokens, table] i32
+/// (entry e of token t at row table[t, e div E] * E + e mod E), selection
+/// [tokens, k] i32], sink [heads] -> [tokens, heads, width].
+struct SlotAttentionSpec {
+  AttentionSpec attention;
+  int64_t pageEntries = 0;
+};
+std::string slotAttentionName(const SlotAttentionSpec &spec);
+SmallVector<Type> slotAttentionInputTypes(MLIRContext *ctx, const SlotAttentionSpec &spec);
+/// The rows of a batched attention: `ring` [tokens * W, width], `pool`
+/// [pages * E, width] and `table` [tokens, table] (or null), `positions`
+/// [tokens] i32.
+QueryRows slotRows(OpBuilder &b, Location loc, Value ring, int64_t windowSize, Value pool, Value table,
+                   int64_t pageEntries, int64_t ratio, Value positions);
 
 /// What the patterns share: each function's weight values, the Sinkhorn,
 /// mHC, top-k, router and attention helpers wanted.
@@ -99,6 +145,16 @@ struct LoweringState {
   /// Entries from which a top-k runs as a threshold search (O(entries) a
   /// pass) instead of ranking every candidate against every other.
   int64_t topkThresholdFrom = 256;
+  /// Batched entry points (dsf.batched) and their layers' functions: each
+  /// one's tokens' positions, and its page tables by cache ratio.
+  llvm::DenseMap<Operation *, Value> positions;
+  llvm::DenseMap<Operation *, std::map<int64_t, Value>> pageTables;
+  /// The batched attention helpers wanted (dsf_attention_slots_...).
+  std::map<std::string, SlotAttentionSpec> slotAttention;
+  /// Tokens a page of a batched entry point's caches covers: a cache of
+  /// ratio r keeps max(1, pageTokens / r) entries a page.
+  int64_t pageTokens = 64;
+  int64_t pageEntries(int64_t ratio) const { return std::max<int64_t>(1, pageTokens / ratio); }
 };
 
 inline RankedTensorType tensorType(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
@@ -237,6 +293,12 @@ inline Value indexConst(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
 }
 
+/// The position of query t as an index: positions[t].
+inline Value positionAt(OpBuilder &b, Location loc, Value positions, Value t) {
+  Value p = tensor::ExtractOp::create(b, loc, positions, ValueRange{t});
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), p);
+}
+
 /// count[t, a] = #{a' : v[t, a'] > v[t, a] or (v[t, a'] == v[t, a] and a' < a)}
 /// over a [rows, n] tensor: the position of a in a stable descending sort of
 /// row t (i32). With `eligible` (i1, same shape), only eligible a' count.
@@ -252,6 +314,35 @@ Value rmsNormRows(OpBuilder &b, Location loc, Value x, Value w, double eps);
 /// Populates the patterns of Attention.cpp: window and cache writes, the
 /// compressor, entry positions, the indexer's top-k and pool, attention.
 void populateAttentionPatterns(RewritePatternSet &patterns, const TypeConverter &types, LoweringState &state);
+
+/// Slot s of a compressor group: whether it holds a row, and where its gate
+/// and value are (row and column of the projections, row of ape).
+struct SlotSource {
+  Value valid, row, col, apeRow;
+};
+/// latent[e, c] = sum_s softmax_s(gate) * value over `slots` slots per
+/// (entry, channel), in three passes (max, denominator, weighted sum), the
+/// gates and values read from the projections ck and z (+ ape) where
+/// `where` says: the compressors of a sequence and of a batch share it.
+Value poolSlots(OpBuilder &b, Location loc, RankedTensorType latentType, Value entries, int64_t slots, Value ck,
+                Value z, Value ape, function_ref<SlotSource(OpBuilder &, Location, Value e, Value c, Value s)> where);
+
+/// The indexer after its dots: scores[t, j] = sum_h w[t, h] * scale *
+/// relu(dots[t, h, j]) over `entries` entries, -inf where j is not visible
+/// (j >= visibleCount(t)) or (with `within`) outside the pool; the top-k
+/// (a call of the helper for (k, threshold-from)) and, when `op` asks, the
+/// candidate pool.
+SmallVector<Value> indexSelect(OpBuilder &b, Location loc, IndexTopkOp op, Value w, Value dots, Value within,
+                               Value tokens, Value entries,
+                               std::function<Value(OpBuilder &, Location, Value)> visibleCount, LoweringState &state);
+
+/// Populates the patterns of Slots.cpp: the sequence ops of a batched entry
+/// point (dsf.batched) over its slots, which the call updates in place.
+void populateSlotPatterns(RewritePatternSet &patterns, const TypeConverter &types, LoweringState &state);
+
+/// The state types of a batched entry point: a window its rings [slots, W,
+/// width], a cache its pages [pages, E, width] (E for its ratio).
+void addSlotTypeConversions(TypeConverter &types, const LoweringState &state);
 
 /// Populates the patterns of Quant.cpp: quantize (bit-exact rounding to the
 /// cache formats) and dequantize.

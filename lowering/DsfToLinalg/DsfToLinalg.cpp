@@ -12,10 +12,12 @@
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Transforms/DialectConversion.h"
+#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
 #include <cmath>
+#include <set>
 #include <cstring>
 #include <limits>
 
@@ -858,6 +860,146 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
     return bound;
   }
 
+  /// A batched entry point (dsf.batched) and its layers' functions, before
+  /// the conversion: each function's tokens' positions (the entry's second
+  /// input, passed on), one page table per cache ratio (appended to the
+  /// entry's inputs after its state, `dsf.page_tables` their ratios, and to
+  /// every layer function's) and each compressor's carry as the ring its
+  /// slot holds ([slots, C, width]: the state types that are dsf types
+  /// convert by type, a carry is a plain tensor of rows).
+  static LogicalResult prepareBatched(func::FuncOp entry, ArrayRef<func::FuncOp> layers, LoweringState &state) {
+    MLIRContext *ctx = entry.getContext();
+    auto names = entry->getAttrOfType<ArrayAttr>("dsf.state");
+    if (!names || entry.getNumArguments() < names.size() + 2)
+      return entry.emitOpError() << "is batched (dsf.batched) but has no threaded state after its token inputs";
+    unsigned tokenInputs = entry.getNumArguments() - names.size();
+    BlockArgument positions = entry.getArgument(1);
+    auto posType = llvm::dyn_cast<RankedTensorType>(positions.getType());
+    if (!posType || posType.getRank() != 1 || !posType.getElementType().isInteger(32))
+      return entry.emitOpError() << "is batched (dsf.batched) but its second input is not the tokens' positions";
+    for (func::FuncOp f : layers)
+      f->setAttr("dsf.batched", UnitAttr::get(ctx));
+    llvm::StringMap<func::FuncOp> byName;
+    for (func::FuncOp f : layers)
+      byName[f.getSymName()] = f;
+    SmallVector<func::CallOp> calls;
+    entry.walk([&](func::CallOp call) {
+      if (byName.count(call.getCallee()))
+        calls.push_back(call);
+    });
+    state.positions[entry] = positions;
+    for (func::CallOp call : calls)
+      for (auto [i, operand] : llvm::enumerate(call.getOperands()))
+        if (operand == positions)
+          state.positions[byName[call.getCallee()]] = byName[call.getCallee()].getArgument(i);
+
+    // Carries: the entry's argument, the layer argument it is passed as, the
+    // compressor that continues it and the carry it yields.
+    for (auto [k, name] : llvm::enumerate(names)) {
+      if (!llvm::cast<StringAttr>(name).getValue().ends_with(".carry"))
+        continue;
+      BlockArgument arg = entry.getArgument(tokenInputs + k);
+      for (func::CallOp call : calls)
+        for (auto [i, operand] : llvm::enumerate(call.getOperands())) {
+          if (operand != arg)
+            continue;
+          BlockArgument inner = byName[call.getCallee()].getArgument(i);
+          for (Operation *user : inner.getUsers()) {
+            auto compress = llvm::dyn_cast<CompressOp>(user);
+            if (!compress || compress.getCarry() != inner || !compress.getCarryOut())
+              continue;
+            int64_t slots = compress.getKind() == CompressorKind::overlap ? 2 * compress.getRatio() : compress.getRatio();
+            auto rows = llvm::cast<RankedTensorType>(inner.getType());
+            auto ring = RankedTensorType::get({ShapedType::kDynamic, slots, rows.getDimSize(1)}, rows.getElementType());
+            arg.setType(ring);
+            inner.setType(ring);
+            compress.getCarryOut().setType(ring);
+          }
+        }
+    }
+    // The page tables, one per ratio of the caches the entry continues.
+    std::set<int64_t> ratios;
+    for (unsigned i = tokenInputs; i < entry.getNumArguments(); ++i)
+      if (auto cache = llvm::dyn_cast<CacheType>(entry.getArgument(i).getType()))
+        ratios.insert(cache.getRatio());
+    auto tableType = RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, IntegerType::get(ctx, 32));
+    SmallVector<Attribute> ratioAttrs;
+    for (int64_t r : ratios) {
+      unsigned index = entry.getNumArguments();
+      if (failed(entry.insertArgument(index, tableType, DictionaryAttr(), entry.getLoc())))
+        return failure();
+      state.pageTables[entry][r] = entry.getArgument(index);
+      ratioAttrs.push_back(IntegerAttr::get(IntegerType::get(ctx, 64), r));
+      for (func::FuncOp f : layers) {
+        unsigned at = f.getNumArguments();
+        if (failed(f.insertArgument(at, tableType, DictionaryAttr(), f.getLoc())))
+          return failure();
+        state.pageTables[f][r] = f.getArgument(at);
+      }
+    }
+    entry->setAttr("dsf.page_tables", ArrayAttr::get(ctx, ratioAttrs));
+    // Signatures after the retyping, and the calls passing the tables on.
+    auto resync = [&](func::FuncOp f) {
+      auto ret = llvm::cast<func::ReturnOp>(f.getBody().front().getTerminator());
+      f.setType(FunctionType::get(ctx, f.getBody().front().getArgumentTypes(), ret.getOperandTypes()));
+    };
+    for (func::FuncOp f : layers)
+      resync(f);
+    for (func::CallOp call : calls) {
+      SmallVector<Value> operands(call.getOperands());
+      for (int64_t r : ratios)
+        operands.push_back(state.pageTables[entry][r]);
+      call->setOperands(operands);
+      for (auto [result, type] : llvm::zip(call.getResults(), byName[call.getCallee()].getResultTypes()))
+        result.setType(type);
+    }
+    resync(entry);
+    return success();
+  }
+
+  /// A function that returns one value twice (a Full layer yields its
+  /// cache to later layers and as its state) makes one-shot bufferization
+  /// copy the argument the value updates in place, at the call. Each value
+  /// is returned once instead; the calls' other results use the first.
+  static void returnEachOnce(func::FuncOp f, ModuleOp module) {
+    auto ret = llvm::cast<func::ReturnOp>(f.getBody().front().getTerminator());
+    llvm::DenseMap<Value, unsigned> first;
+    SmallVector<int64_t> sameAs(ret.getNumOperands(), -1);
+    llvm::BitVector drop(ret.getNumOperands());
+    for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+      auto [it, inserted] = first.try_emplace(v, i);
+      if (!inserted) {
+        sameAs[i] = it->second;
+        drop.set(i);
+      }
+    }
+    if (drop.none())
+      return;
+    SmallVector<func::CallOp> calls;
+    module.walk([&](func::CallOp call) {
+      if (call.getCallee() == f.getSymName())
+        calls.push_back(call);
+    });
+    SmallVector<Value> kept;
+    for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+      if (!drop.test(i))
+        kept.push_back(v);
+    ret->setOperands(kept);
+    (void)f.eraseResults(drop);
+    // Result i of a call becomes result newIndex[i] of the new one (a
+    // dropped one that of its first occurrence, always kept).
+    SmallVector<unsigned> newIndex(sameAs.size());
+    for (unsigned i = 0, next = 0; i < sameAs.size(); ++i)
+      newIndex[i] = drop.test(i) ? newIndex[sameAs[i]] : next++;
+    for (func::CallOp call : calls) {
+      OpBuilder b(call);
+      auto fresh = func::CallOp::create(b, call.getLoc(), f, call.getOperands());
+      for (unsigned i = 0; i < call.getNumResults(); ++i)
+        call.getResult(i).replaceAllUsesWith(fresh.getResult(newIndex[i]));
+      call.erase();
+    }
+  }
+
   /// Tags each dsf op's location with what it is ("attention", and for an
   /// op of one weight that weight, as in "linear.attn.wq_b"): the ops it
   /// lowers to inherit the location, so kernels can be named after it
@@ -894,14 +1036,27 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
       return signalPassFailure();
     }
     bool keepNarrow = weightStorage == "declared";
+    if (pageTokens < 1) {
+      module.emitError() << "dsf-to-linalg: page-tokens must be at least 1, not " << int64_t(pageTokens);
+      return signalPassFailure();
+    }
+    state.pageTokens = int64_t(pageTokens);
     WeightValues &weights = state.weights;
+    SmallVector<func::FuncOp> batched;   // batched entry points and their layers' functions
     for (auto model : llvm::to_vector(module.getBody()->getOps<ModelOp>())) {
       SmallVector<WeightDeclOp> order(model.getBody().front().getOps<WeightDeclOp>());
       SmallVector<func::FuncOp> moved;
       for (auto entry : llvm::to_vector(model.getBody().front().getOps<func::FuncOp>())) {
         llvm::StringMap<SmallVector<StringRef>> layerWeights;
         llvm::StringSet<> passedOn;
-        for (func::FuncOp layer : outlineLayers(entry)) {
+        SmallVector<func::FuncOp> layers = outlineLayers(entry);
+        if (entry->hasAttr("dsf.batched")) {
+          if (failed(prepareBatched(entry, layers, state)))
+            return signalPassFailure();
+          batched.push_back(entry);
+          batched.append(layers.begin(), layers.end());
+        }
+        for (func::FuncOp layer : layers) {
           auto bound = bindWeights(layer, order, {}, keepNarrow, weights);
           if (failed(bound))
             return signalPassFailure();
@@ -937,45 +1092,73 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
 
     // Values of the cache types become the tensors they hold (see
     // Attention.cpp): a cache or window its f32 rows, a selection its
-    // [tokens, k] entry indices, a pool its [tokens, entries] mask.
-    TypeConverter types;
-    types.addConversion([](Type t) { return t; });
-    types.addConversion([](CacheType t) -> Type {
-      return RankedTensorType::get({ShapedType::kDynamic, t.getWidth()}, Float32Type::get(t.getContext()));
-    });
-    types.addConversion([](WindowType t) -> Type {
-      return RankedTensorType::get({ShapedType::kDynamic, t.getWidth()}, Float32Type::get(t.getContext()));
-    });
-    types.addConversion([](TopkType t) -> Type {
-      return RankedTensorType::get({ShapedType::kDynamic, t.getK()}, IntegerType::get(t.getContext(), 32));
-    });
-    types.addConversion([](QTensorType t) -> Type {
-      return RankedTensorType::get(t.getShape(), Float32Type::get(t.getContext()));
-    });
-    types.addConversion([](PoolType t) -> Type {
-      return RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, IntegerType::get(t.getContext(), 1));
-    });
+    // [tokens, k] entry indices, a pool its [tokens, entries] mask; in a
+    // batched entry point a window its rings and a cache its pages
+    // (Slots.cpp).
+    auto baseTypes = [](TypeConverter &types) {
+      types.addConversion([](Type t) { return t; });
+      types.addConversion([](CacheType t) -> Type {
+        return RankedTensorType::get({ShapedType::kDynamic, t.getWidth()}, Float32Type::get(t.getContext()));
+      });
+      types.addConversion([](WindowType t) -> Type {
+        return RankedTensorType::get({ShapedType::kDynamic, t.getWidth()}, Float32Type::get(t.getContext()));
+      });
+      types.addConversion([](TopkType t) -> Type {
+        return RankedTensorType::get({ShapedType::kDynamic, t.getK()}, IntegerType::get(t.getContext(), 32));
+      });
+      types.addConversion([](QTensorType t) -> Type {
+        return RankedTensorType::get(t.getShape(), Float32Type::get(t.getContext()));
+      });
+      types.addConversion([](PoolType t) -> Type {
+        return RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, IntegerType::get(t.getContext(), 1));
+      });
+    };
+    TypeConverter types, slotTypes;
+    baseTypes(types);
+    baseTypes(slotTypes);
+    addSlotTypeConversions(slotTypes, state);
 
-    ConversionTarget target(*ctx);
-    target.addIllegalDialect<DsfDialect>();
-    target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect, arith::ArithDialect, math::MathDialect,
-                           scf::SCFDialect>();
-    target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp f) {
-      return types.isSignatureLegal(f.getFunctionType()) && types.isLegal(&f.getBody());
-    });
-    target.addDynamicallyLegalOp<func::CallOp, func::ReturnOp>([&](Operation *op) { return types.isLegal(op); });
-    RewritePatternSet patterns(ctx);
-    patterns.add<EmbedLowering, RmsNormLowering, LinearLowering, RopeLowering, AddLowering,
-                 TakeLastLowering, HcExpandLowering, HcCollapseLowering, HcUpdateLowering, FfnLowering,
-                 MoeExpertsLowering, HcCoeffsLowering, HcFusedUpdateLowering, HcHeadLowering,
-                 GroupedLinearLowering, MoeGateLowering>(types, ctx, state);
-    populateAttentionPatterns(patterns, types, state);
-    populateQuantPatterns(patterns, types, state);
-    populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns, types);
-    populateCallOpTypeConversionPattern(patterns, types);
-    populateReturnOpTypeConversionPattern(patterns, types);
-    if (failed(applyPartialConversion(module, target, std::move(patterns))))
+    auto convert = [&](const TypeConverter &converter, bool slots, auto &&apply) {
+      ConversionTarget target(*ctx);
+      target.addIllegalDialect<DsfDialect>();
+      target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect, arith::ArithDialect, math::MathDialect,
+                             scf::SCFDialect>();
+      target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp f) {
+        return converter.isSignatureLegal(f.getFunctionType()) && converter.isLegal(&f.getBody());
+      });
+      target.addDynamicallyLegalOp<func::CallOp, func::ReturnOp>([&](Operation *op) { return converter.isLegal(op); });
+      RewritePatternSet patterns(ctx);
+      patterns.add<EmbedLowering, RmsNormLowering, LinearLowering, RopeLowering, AddLowering,
+                   TakeLastLowering, HcExpandLowering, HcCollapseLowering, HcUpdateLowering, FfnLowering,
+                   MoeExpertsLowering, HcCoeffsLowering, HcFusedUpdateLowering, HcHeadLowering,
+                   GroupedLinearLowering, MoeGateLowering>(converter, ctx, state);
+      if (slots)
+        populateSlotPatterns(patterns, converter, state);
+      else
+        populateAttentionPatterns(patterns, converter, state);
+      populateQuantPatterns(patterns, converter, state);
+      populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns, converter);
+      populateCallOpTypeConversionPattern(patterns, converter);
+      populateReturnOpTypeConversionPattern(patterns, converter);
+      return apply(target, FrozenRewritePatternSet(std::move(patterns)));
+    };
+    // The batched functions first, with their own state types; the rest
+    // then finds them converted.
+    if (!batched.empty()) {
+      SmallVector<Operation *> ops(batched.begin(), batched.end());
+      if (failed(convert(slotTypes, true, [&](ConversionTarget &target, const FrozenRewritePatternSet &patterns) {
+            return applyPartialConversion(ops, target, patterns);
+          })))
+        return signalPassFailure();
+    }
+    if (failed(convert(types, false, [&](ConversionTarget &target, const FrozenRewritePatternSet &patterns) {
+          return applyPartialConversion(module, target, patterns);
+        })))
       return signalPassFailure();
+
+    for (func::FuncOp f : batched)
+      if (f.isPrivate())
+        returnEachOnce(f, module);
 
     OpBuilder b(ctx);
     b.setInsertionPointToEnd(module.getBody());
@@ -1064,8 +1247,30 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
       b.setInsertionPointToStart(entry);
       ValueRange args = entry->getArguments();
       Value cache = spec.k ? args[2] : Value(), selection = spec.k ? args[3] : Value();
-      func::ReturnOp::create(b, loc, sinkAttention(b, loc, args[0], args[1], spec.window, cache, /*ratio=*/1, selection,
-                                                   Value(), args.back(), spec.scale));
+      QueryRows rows = sequenceRows(b, loc, args[0], args[1], spec.window, cache, /*ratio=*/1, Value());
+      func::ReturnOp::create(b, loc, sinkAttention(b, loc, args[0], rows, selection, args.back(), spec.scale));
+    }
+
+    // The batched attention helpers (their own marker: the rows they read
+    // are a batch's rings and pages).
+    for (const auto &[name, spec] : state.slotAttention) {
+      Location loc = module.getLoc();
+      const AttentionSpec &a = spec.attention;
+      SmallVector<Type> inputs = slotAttentionInputTypes(ctx, spec);
+      auto out = RankedTensorType::get({ShapedType::kDynamic, a.heads, a.width}, b.getF32Type());
+      Block *entry = addHelper(name, inputs, {out}, "dsf.slot_attention",
+                               {b.getNamedAttr("heads", b.getI64IntegerAttr(a.heads)),
+                                b.getNamedAttr("width", b.getI64IntegerAttr(a.width)),
+                                b.getNamedAttr("window", b.getI64IntegerAttr(a.window)),
+                                b.getNamedAttr("k", b.getI64IntegerAttr(a.k)),
+                                b.getNamedAttr("scale", b.getF32FloatAttr(float(a.scale))),
+                                b.getNamedAttr("page_entries", b.getI64IntegerAttr(spec.pageEntries))});
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(entry);
+      ValueRange args = entry->getArguments();
+      Value pool = a.k ? args[3] : Value(), table = a.k ? args[4] : Value(), selection = a.k ? args[5] : Value();
+      QueryRows rows = slotRows(b, loc, args[1], a.window, pool, table, spec.pageEntries, /*ratio=*/1, args[2]);
+      func::ReturnOp::create(b, loc, sinkAttention(b, loc, args[0], rows, selection, args.back(), a.scale));
     }
 
     // The top-k helpers.

@@ -1,6 +1,8 @@
 //===- artifact.cpp - writing and validating .dsfa artifacts ---------------===//
 #include "dsf/artifact.h"
 
+#include <cstdlib>
+
 #include <algorithm>
 #include "file_io.h"
 
@@ -172,11 +174,28 @@ bool manifestFromJson(const std::string &text, Manifest &m, std::string &error) 
       if (e.outputs[k].name.rfind("state:", 0) != 0 || e.outputs[k].dtype != "f32" || e.outputs[k].shape.size() != 2)
         return r.fail(where + ".outputs[" + std::to_string(k) + "]",
                       "expected a sequence state \"state:NAME\" of f32 rows [rows, width]");
-    for (size_t k = 0; k < e.inputs.size(); ++k)
-      if (e.inputs[k].name.rfind("state:", 0) == 0 &&
-          std::none_of(e.outputs.begin(), e.outputs.end(), [&](const TensorSpec &o) { return o.name == e.inputs[k].name; }))
-        return r.fail(where + ".inputs[" + std::to_string(k) + "]",
-                      "state '" + e.inputs[k].name + "' is taken but not returned");
+    bool batched = false;
+    for (size_t k = 0; k < e.inputs.size(); ++k) {
+      const TensorSpec &in = e.inputs[k];
+      std::string inWhere = where + ".inputs[" + std::to_string(k) + "]";
+      if (in.name.rfind("state:", 0) == 0 &&
+          std::none_of(e.outputs.begin(), e.outputs.end(), [&](const TensorSpec &o) { return o.name == in.name; }))
+        return r.fail(inWhere, "state '" + in.name + "' is taken but not returned");
+      // A batched decode step: its state's slots, updated in place, and
+      // the page tables of its caches.
+      if (in.name.rfind("slots:", 0) == 0) {
+        batched = true;
+        if (in.dtype != "f32" || in.shape.size() != 3 || in.shape[1] < 1 || in.shape[2] < 1)
+          return r.fail(inWhere, "expected slots \"slots:NAME\" of f32 [slots, rows, width]");
+      } else if (in.name.rfind("pages:", 0) == 0) {
+        char *end = nullptr;
+        long ratio = std::strtol(in.name.c_str() + 6, &end, 10);
+        if (ratio < 1 || *end || in.dtype != "i32" || in.shape.size() != 2)
+          return r.fail(inWhere, "expected a page table \"pages:RATIO\" of i32 [slots, pages]");
+      }
+    }
+    if (batched && e.outputs.size() != 1)
+      return r.fail(where + ".outputs", "a batched step updates its slots in place and returns the logits alone");
     auto weights = je.find("weights");
     if (weights == je.end() || !weights->is_array())
       return r.fail(where + ".weights", "expected an array");
@@ -241,7 +260,7 @@ bool manifestFromJson(const std::string &text, Manifest &m, std::string &error) 
   for (const EntryPoint &e : m.entryPoints)
     for (const auto *list : {&e.inputs, &e.outputs})
       for (const TensorSpec &t : *list)
-        if (t.name.rfind("state:", 0) == 0 && !m.slot(t.name.substr(6)))
+        if ((t.name.rfind("state:", 0) == 0 || t.name.rfind("slots:", 0) == 0) && !m.slot(t.name.substr(6)))
           return r.fail("state", "entry point '" + e.name + "' uses state '" + t.name.substr(6) +
                                      "', which is not described");
   return true;

@@ -88,6 +88,15 @@ struct Driver {
   CUresult (*cuEventRecord)(void *, CUstream) = nullptr;
   CUresult (*cuEventSynchronize)(void *) = nullptr;
   CUresult (*cuEventElapsedTime)(float *, void *, void *) = nullptr;
+  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream) = nullptr;
+  CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream) = nullptr;
+  // Graphs (optional: without them a batched step is launched as it is).
+  CUresult (*cuStreamBeginCapture)(CUstream, int) = nullptr;
+  CUresult (*cuStreamEndCapture)(CUstream, void **) = nullptr;
+  CUresult (*cuGraphInstantiateWithFlags)(void **, void *, unsigned long long) = nullptr;
+  CUresult (*cuGraphLaunch)(void *, CUstream) = nullptr;
+  CUresult (*cuGraphExecDestroy)(void *) = nullptr;
+  CUresult (*cuGraphDestroy)(void *) = nullptr;
   CUcontext context = nullptr;
   CUstream stream = nullptr;
   std::string device;
@@ -215,8 +224,19 @@ bool ensureDriver(std::string &error) {
   bind(d.cuEventRecord, "cuEventRecord");
   bind(d.cuEventSynchronize, "cuEventSynchronize");
   bind(d.cuEventElapsedTime, "cuEventElapsedTime_v2");
+  bind(d.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
+  bind(d.cuMemsetD8Async, "cuMemsetD8Async");
   if (!ok)
     return false;
+  auto optional = [&](auto &fn, const char *name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(d.library, name));
+  };
+  optional(d.cuStreamBeginCapture, "cuStreamBeginCapture_v2");
+  optional(d.cuStreamEndCapture, "cuStreamEndCapture");
+  optional(d.cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
+  optional(d.cuGraphLaunch, "cuGraphLaunch");
+  optional(d.cuGraphExecDestroy, "cuGraphExecDestroy");
+  optional(d.cuGraphDestroy, "cuGraphDestroy");
   auto check = [&](CUresult r, const char *what) {
     if (r != 0) {
       error = std::string(what) + ": " + errorName(r);
@@ -287,6 +307,21 @@ Pool &pool() {
   return p;
 }
 
+/// The allocations of a capture in progress (see beginCapture): blocks of
+/// its own, and those of them the host code freed, for its later requests.
+struct Capture {
+  bool active = false;
+  std::vector<CUdeviceptr> blocks;
+  std::unordered_map<CUdeviceptr, size_t> sizes;
+  std::multimap<size_t, CUdeviceptr> idle;
+  uint64_t launches = 0;
+};
+
+Capture &capture() {
+  static Capture c;
+  return c;
+}
+
 size_t roundUp(size_t bytes) {
   const size_t small = 512, large = size_t(1) << 20;
   if (bytes == 0)
@@ -313,6 +348,25 @@ void *deviceAlloc(size_t bytes) {
   Pool &p = pool();
   size_t need = roundUp(bytes);
   CUdeviceptr block = 0;
+  if (Capture &c = capture(); c.active) {
+    auto it = c.idle.lower_bound(need);
+    if (it != c.idle.end() && it->first <= 2 * need) {
+      block = it->second;
+      c.idle.erase(it);
+      return reinterpret_cast<void *>(block);
+    }
+    CUresult r = driver().cuMemAlloc(&block, need);
+    if (r != 0) {
+      if (firstError.empty())
+        firstError = "cuMemAlloc(" + std::to_string(bytes) + " bytes) while capturing a CUDA graph: " + errorName(r);
+      void *host = std::calloc(1, 16);
+      hostFallbacks().insert(host);
+      return host;
+    }
+    c.blocks.push_back(block);
+    c.sizes[block] = need;
+    return reinterpret_cast<void *>(block);
+  }
   auto it = p.idle.lower_bound(need);
   if (it != p.idle.end() && it->first <= 2 * need) {
     block = it->second;
@@ -350,6 +404,10 @@ void deviceFree(void *ptr) {
   }
   Pool &p = pool();
   auto block = reinterpret_cast<CUdeviceptr>(ptr);
+  if (Capture &c = capture(); c.active && c.sizes.count(block)) {
+    c.idle.emplace(c.sizes[block], block);
+    return;
+  }
   auto it = p.blocks.find(block);
   if (it == p.blocks.end()) {
     if (firstError.empty())
@@ -409,6 +467,102 @@ bool copyToHost(void *host, const void *device, size_t bytes) {
     record("copying " + std::to_string(bytes) + " bytes from the device: " + errorName(r));
   return r == 0;
 }
+
+bool copyOnDevice(void *to, const void *from, size_t bytes) {
+  if (!bytes)
+    return true;
+  CUresult r = driver().cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(to), reinterpret_cast<CUdeviceptr>(from),
+                                          bytes, driver().stream);
+  if (r != 0)
+    record("copying " + std::to_string(bytes) + " bytes on the device: " + errorName(r));
+  return r == 0;
+}
+
+bool zeroDevice(void *device, size_t bytes) {
+  if (!bytes)
+    return true;
+  CUresult r = driver().cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(device), 0, bytes, driver().stream);
+  if (r != 0)
+    record("clearing " + std::to_string(bytes) + " bytes of device memory: " + errorName(r));
+  return r == 0;
+}
+
+struct Graph {
+  void *graph = nullptr, *exec = nullptr;
+  std::vector<CUdeviceptr> blocks;   // what its kernels were captured with
+  uint64_t kernels = 0;
+  ~Graph() {
+    Driver &d = driver();
+    if (!d.ready)
+      return;
+    d.cuCtxSynchronize();   // no replay may still run
+    if (exec)
+      d.cuGraphExecDestroy(exec);
+    if (graph)
+      d.cuGraphDestroy(graph);
+    for (CUdeviceptr b : blocks)
+      d.cuMemFree(b);
+  }
+};
+
+bool graphsAvailable() {
+  Driver &d = driver();
+  static const bool disabled = std::getenv("DSF_CUDA_GRAPHS") && !switchOn("DSF_CUDA_GRAPHS");
+  return d.ready && !disabled && !d.syncEachLaunch && d.profilePath.empty() && d.cuStreamBeginCapture &&
+         d.cuStreamEndCapture && d.cuGraphInstantiateWithFlags && d.cuGraphLaunch && d.cuGraphExecDestroy &&
+         d.cuGraphDestroy;
+}
+
+bool beginCapture(std::string &error) {
+  if (!graphsAvailable()) {
+    error = "CUDA graphs are not available";
+    return false;
+  }
+  // Relaxed: the host code allocates (cuMemAlloc) while it is captured.
+  constexpr int kCaptureModeRelaxed = 2;
+  CUresult r = driver().cuStreamBeginCapture(driver().stream, kCaptureModeRelaxed);
+  if (r != 0) {
+    error = "cuStreamBeginCapture: " + errorName(r);
+    return false;
+  }
+  std::lock_guard<std::mutex> guard(errorLock);
+  capture() = Capture();
+  capture().active = true;
+  capture().launches = launches;
+  return true;
+}
+
+std::shared_ptr<Graph> endCapture(std::string &error) {
+  auto graph = std::make_shared<Graph>();
+  CUresult r = driver().cuStreamEndCapture(driver().stream, &graph->graph);
+  {
+    std::lock_guard<std::mutex> guard(errorLock);
+    Capture &c = capture();
+    graph->blocks = std::move(c.blocks);
+    graph->kernels = launches - c.launches;
+    launches = c.launches;   // captured, not run: each replay counts them
+    c = Capture();
+  }
+  if (r == 0)
+    r = driver().cuGraphInstantiateWithFlags(&graph->exec, graph->graph, 0);
+  if (r != 0) {
+    error = "capturing the step as a CUDA graph: " + errorName(r);
+    return nullptr;
+  }
+  return graph;
+}
+
+bool launchGraph(const Graph &graph, std::string &error) {
+  CUresult r = driver().cuGraphLaunch(graph.exec, driver().stream);
+  if (r != 0) {
+    error = "cuGraphLaunch: " + errorName(r);
+    return false;
+  }
+  launches += graph.kernels;
+  return true;
+}
+
+uint64_t graphKernels(const Graph &graph) { return graph.kernels; }
 
 bool haveDeviceCodecs() { return DSF_HAVE_DEVICE_CODECS; }
 

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,31 @@ void unpinHostMemory(const void *p);
 /// Copies queued on the kernels' stream (complete at the next synchronize).
 bool copyToDevice(void *device, const void *host, size_t bytes);
 bool copyToHost(void *host, const void *device, size_t bytes);
+/// A copy between two device buffers and a fill of one with zero bytes,
+/// queued on the kernels' stream.
+bool copyOnDevice(void *to, const void *from, size_t bytes);
+bool zeroDevice(void *device, size_t bytes);
+
+/// CUDA graphs: a batched decode step's launches, captured once and
+/// replayed (the step's buffers and shapes are the same every time). While
+/// a capture runs, the kernels' allocations come from blocks of their own,
+/// never from or to the shared pool (the graph's kernels keep reading the
+/// addresses they were captured with); a block the host code frees during
+/// the capture serves its later allocations (the captured launches run in
+/// order). Graphs need the driver's capture API and are off with
+/// DSF_CUDA_SYNC, DSF_CUDA_PROFILE and DSF_CUDA_GRAPHS=0.
+struct Graph;
+bool graphsAvailable();
+/// Starts capturing the kernels' stream.
+bool beginCapture(std::string &error);
+/// Ends the capture and instantiates what was captured; the graph owns the
+/// blocks allocated since beginCapture. Null, with the reason, on failure.
+std::shared_ptr<Graph> endCapture(std::string &error);
+/// Queues a replay of `graph` on the kernels' stream.
+bool launchGraph(const Graph &graph, std::string &error);
+/// Kernel launches a replay of `graph` makes.
+uint64_t graphKernels(const Graph &graph);
+
 /// One tensor's rows (or part of them) in a tier's bytes, already on the
 /// device, to be decoded into f32 rows at `out` (as dequantizeRows does).
 /// The layout is the kernel's (src/device/state_codecs.cu).

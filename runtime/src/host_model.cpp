@@ -493,6 +493,36 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
   return true;
 }
 
+bool HostModel::invoke(const std::string &entryName, const std::vector<Buffer> &inputs, size_t resultRank,
+                       std::vector<int64_t> &results, std::string &error) const {
+  const Bound *bound = nullptr;
+  for (const auto &b : entries_)
+    if (b->spec->name == entryName)
+      bound = b.get();
+  if (!bound) {
+    error = "the artifact has no entry point '" + entryName + "'";
+    return false;
+  }
+  if (inputs.size() != bound->spec->inputs.size()) {
+    error = "entry point '" + entryName + "' takes " + std::to_string(bound->spec->inputs.size()) + " inputs, not " +
+            std::to_string(inputs.size());
+    return false;
+  }
+  std::vector<std::vector<int64_t>> descriptors;
+  for (const Buffer &in : inputs)
+    descriptors.push_back(descriptor(in.data, in.shape));
+  results.assign((3 + 2 * resultRank) * bound->spec->outputs.size(), 0);
+  std::vector<void *> args{results.data()};
+  for (auto &d : descriptors)
+    args.push_back(d.data());
+  for (const auto &d : bound->weightDescriptors)
+    args.push_back(const_cast<int64_t *>(d.data()));
+  if (cuda_)
+    cuda::setProfileScope(entryName);
+  bound->function(args.data());
+  return true;
+}
+
 bool HostModel::placeState(Sequence &sequence, std::string &error) const {
   std::vector<StateTensor *> packed;
   for (auto &[name, t] : sequence.state)

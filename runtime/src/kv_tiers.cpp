@@ -195,7 +195,7 @@ std::unique_ptr<PrefixStore> PrefixStore::open(const Options &options, const Man
   // A block must end every compressed group it starts, so that its records
   // hold whole entries and the carries at its end are the only open rows.
   for (const StateSlot &s : manifest.state)
-    if (s.ratio > 1 && options.blockTokens % s.ratio) {
+    if ((s.kind == "kv" || s.kind == "index_keys") && s.ratio > 1 && options.blockTokens % s.ratio) {
       error = "the prefix cache's block (" + std::to_string(options.blockTokens) +
               " tokens) is not a multiple of the ratio " + std::to_string(s.ratio) + " of state '" + s.name + "'";
       return nullptr;

@@ -154,3 +154,50 @@ func.func private @dsf_attention_no_scale(%q: memref<?x1x64xf32>, %win: memref<?
   %o = memref.alloc(%t) : memref<?x1x64xf32>
   return %o : memref<?x1x64xf32>
 }
+
+// -----
+
+// A batched step's helper (dsf.slot_attention): the same kernel over the
+// rings and pages. The token's own ring row is t W + p mod W, its band's
+// column c position p - 3 + c at row t W + that mod W (the own row before
+// the sequence), entry e of the selection page table[t, e div 16], row
+// e mod 16 of it.
+// CHECK-LABEL: func.func private @dsf_attention_slots_h2_d64_w4_k8_s3e000000_e16
+// CHECK: gpu.launch blocks(%[[STOK:[a-z0-9]+]], %{{[a-z0-9]+}}, %{{[a-z0-9]+}}) in
+// CHECK: %[[P:.*]] = memref.load %arg2[%[[STOK]]] : memref<?xi32>
+// CHECK: %[[PI:.*]] = arith.index_cast %[[P]]
+// CHECK: %[[BASE:.*]] = arith.muli %[[STOK]], %c4{{(_[0-9]+)?}} :
+// CHECK: %[[OWN:.*]] = arith.remui %[[PI]], %c4{{(_[0-9]+)?}} :
+// CHECK: %[[SELFROW:.*]] = arith.addi %[[BASE]], %[[OWN]]
+// CHECK: arith.addi %[[PI]]
+// CHECK: arith.remui %{{.*}}, %c4{{(_[0-9]+)?}} :
+// CHECK: arith.select %{{.*}}, %{{.*}}, %[[SELFROW]]
+// CHECK: memref.load %arg1
+// CHECK: memref.load %arg5[%[[STOK]], %{{.*}}] : memref<?x8xi32>
+// CHECK: arith.divui %{{.*}}, %c16{{(_[0-9]+)?}} :
+// CHECK: memref.load %arg4[%[[STOK]], %{{.*}}] : memref<?x?xi32>
+// CHECK: arith.muli %{{.*}}, %c16{{(_[0-9]+)?}} :
+// CHECK: arith.remui %{{.*}}, %c16{{(_[0-9]+)?}} :
+// CHECK: memref.load %arg3
+func.func private @dsf_attention_slots_h2_d64_w4_k8_s3e000000_e16(%q: memref<?x2x64xf32>, %rings: memref<?x64xf32>,
+    %pos: memref<?xi32>, %pages: memref<?x64xf32>, %table: memref<?x?xi32>, %sel: memref<?x8xi32>,
+    %sink: memref<2xf32>) -> memref<?x2x64xf32>
+    attributes {dsf.slot_attention = {heads = 2 : i64, width = 64 : i64, window = 4 : i64, k = 8 : i64, scale = 0.125 : f32, page_entries = 16 : i64}} {
+  %c0 = arith.constant 0 : index
+  %t = memref.dim %q, %c0 : memref<?x2x64xf32>
+  %o = memref.alloc(%t) : memref<?x2x64xf32>
+  return %o : memref<?x2x64xf32>
+}
+
+// -----
+
+// A slot helper whose page table is missing.
+// expected-error @below {{dsf-gpu-sink-attention: a dsf.slot_attention helper that is not the bufferized (queries, rings, positions, [pages, page table, selection], sink) -> output of its heads, width, k and page entries}}
+func.func private @dsf_attention_slots_no_table(%q: memref<?x2x64xf32>, %rings: memref<?x64xf32>, %pos: memref<?xi32>,
+    %pages: memref<?x64xf32>, %sel: memref<?x8xi32>, %sink: memref<2xf32>) -> memref<?x2x64xf32>
+    attributes {dsf.slot_attention = {heads = 2 : i64, width = 64 : i64, window = 4 : i64, k = 8 : i64, scale = 0.125 : f32, page_entries = 16 : i64}} {
+  %c0 = arith.constant 0 : index
+  %t = memref.dim %q, %c0 : memref<?x2x64xf32>
+  %o = memref.alloc(%t) : memref<?x2x64xf32>
+  return %o : memref<?x2x64xf32>
+}

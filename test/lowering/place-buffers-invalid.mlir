@@ -133,3 +133,18 @@ module attributes {gpu.container_module} {
     return
   }
 }
+
+// -----
+
+// A batched step reads its token positions on the host: its launches are
+// replayed as a CUDA graph with the next step's inputs, so it must not.
+module attributes {gpu.container_module} {
+  func.func @batch_decode(%ids: memref<?xi32>, %pos: memref<?xi32>, %ring: memref<?x4x8xf32>, %w: memref<8xf32>) -> index
+      attributes {dsf.batched, dsf.state = ["layers.0.window"], dsf.page_tables = [], dsf.weights = [@w]} {
+    %c0 = arith.constant 0 : index
+    // expected-error @below {{the host code reads argument 1 of batched entry point 'batch_decode', whose launches are replayed with other inputs (a CUDA graph)}}
+    %p = memref.load %pos[%c0] : memref<?xi32>
+    %i = arith.index_cast %p : i32 to index
+    return %i : index
+  }
+}

@@ -142,3 +142,45 @@ TEST(Manifest, StateErrorsNameTheFieldAtFault) {
   expectStateRejected("\"name\": \"logits\"", "\"name\": \"logit\"",
                       "manifest: entry_points[0].outputs: expected the logits first");
 }
+
+namespace {
+/// `withStateJson()` plus a batched step (@batch_decode): the window's
+/// slots, a page table, the logits alone.
+std::string withBatchJson() {
+  Manifest m;
+  std::string error;
+  manifestFromJson(withStateJson(), m, error);
+  EntryPoint b = m.entryPoints[0];
+  b.name = "batch_decode";
+  b.symbol = "dsf_entry_batch_decode";
+  b.inputs = {{"token_ids", "i32", {-1}},
+              {"positions", "i32", {-1}},
+              {"slots:layers.0.window", "f32", {-1, 16, 128}},
+              {"pages:2", "i32", {-1, -1}}};
+  b.outputs = {{"logits", "f32", {-1, 512}}};
+  m.entryPoints.push_back(b);
+  return manifestToJson(m);
+}
+} // namespace
+
+TEST(Manifest, BatchedStepRoundTrips) {
+  Manifest m;
+  std::string error;
+  ASSERT_TRUE(manifestFromJson(withBatchJson(), m, error)) << error;
+  const EntryPoint *b = m.entry("batch_decode");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->inputs[2].shape, (std::vector<int64_t>{-1, 16, 128}));
+  EXPECT_EQ(b->outputs.size(), 1u);
+}
+
+TEST(Manifest, BatchedStepErrorsNameTheFieldAtFault) {
+  std::string json = withBatchJson();
+  expectRejectedJson(json, "\"name\": \"slots:layers.0.window\"", "\"name\": \"slots:layers.9.window\"",
+                     "manifest: state: entry point 'batch_decode' uses state 'layers.9.window', which is not described");
+  expectRejectedJson(json, "\"name\": \"pages:2\"", "\"name\": \"pages:two\"",
+                     "manifest: entry_points[2].inputs[3]: expected a page table \"pages:RATIO\" of i32 [slots, pages]");
+  // Slots are [slots, rows, width]: a rank-2 tensor is not.
+  expectRejectedJson(json, "\"name\": \"slots:layers.0.window\",\n     \"shape\": [\n      -1,\n      16,",
+                     "\"name\": \"slots:layers.0.window\",\n     \"shape\": [\n      -1,",
+                     "manifest: entry_points[2].inputs[2]: expected slots \"slots:NAME\" of f32 [slots, rows, width]");
+}

@@ -98,6 +98,14 @@ cl::opt<std::string> tileMath("tile-math",
                               cl::desc("--target=cuda: the tiled products' arithmetic: f32 (SIMT cores, the default), "
                                        "tf32 or 3xtf32 (tensor cores, mma.sync; 3xtf32 about f32's accuracy)"),
                               cl::init("f32"), cl::cat(dsfCategory));
+cl::opt<bool> noBatchDecode("no-batch-decode",
+                            cl::desc("--target: leave out @batch_decode (one decode step for a batch of sequences, "
+                                     "their state in slots updated in place; about a quarter of the compile time)"),
+                            cl::cat(dsfCategory));
+cl::opt<long> pageTokens("page-tokens",
+                         cl::desc("--target: tokens a page of @batch_decode's caches covers (default 64, the "
+                                  "prefix store's block)"),
+                         cl::init(64), cl::cat(dsfCategory));
 cl::opt<std::string> cudaToolkit("cuda-toolkit", cl::desc("--target=cuda: the CUDA toolkit whose ptxas compiles the kernels"),
                                  cl::init("/usr/local/cuda"), cl::cat(dsfCategory));
 cl::opt<std::string> output("o", cl::desc("Output file (default: stdout)"),
@@ -114,7 +122,8 @@ int compileArtifact(mlir::ModuleOp module, const dsf::ModelConfig &config,
   // manifest describes its slots.
   mlir::PassManager threading(module.getContext());
   if (failed(mlir::applyPassManagerCLOptions(threading)) ||
-      failed(mlir::parsePassPipeline("dsf-thread-state", threading)))
+      failed(mlir::parsePassPipeline(noBatchDecode ? "dsf-thread-state" : "dsf-thread-state,dsf-batch-decode",
+                                     threading)))
     return error("bad pass-manager options");
   if (failed(threading.run(module)))
     return error("threading the sequence state failed (diagnostics above)");
@@ -137,7 +146,8 @@ int compileArtifact(mlir::ModuleOp module, const dsf::ModelConfig &config,
   mlir::PassManager toLinalg(context);
   if (failed(mlir::applyPassManagerCLOptions(toLinalg)) ||
       failed(mlir::parsePassPipeline("dsf-to-linalg{topk-threshold-from=" + std::to_string(topkThresholdFrom) +
-                                         " weight-storage=" + weightStorage + "}",
+                                         " weight-storage=" + weightStorage +
+                                         " page-tokens=" + std::to_string(pageTokens) + "}",
                                      toLinalg)))
     return error("bad pass-manager options");
   if (failed(toLinalg.run(module)))
@@ -233,6 +243,8 @@ int main(int argc, char **argv) {
     return error("--emit=ptx prints the kernels of --target=cuda");
   if (weightStorage != "declared" && weightStorage != "f32")
     return error("--weight-storage: expected declared or f32, not '" + weightStorage + "'");
+  if (pageTokens < 1)
+    return error("--page-tokens: expected a count of tokens >= 1, not " + std::to_string(pageTokens));
   if (topkThresholdFrom < 0)
     return error("--topk-threshold-from: expected a count of entries >= 0, not " + std::to_string(topkThresholdFrom));
   if (batchInvariant && target != "cuda")

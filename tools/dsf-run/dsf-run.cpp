@@ -29,6 +29,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dsf/artifact.h"
+#include "dsf/batch.h"
 #include "dsf/host_model.h"
 #include "dsf/kv_tiers.h"
 #include "dsf/serving.h"
@@ -45,6 +46,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <map>
 #include <numeric>
 #include <random>
 #include <string>
@@ -66,7 +68,9 @@ void usage() {
                "       dsf-run MODEL.dsfa --weights PATH (--prompt-ids ... | --multi-turn < PROMPTS) [--session ID]\n"
                "               [--cache-dir DIR [--cache-block N] [--cache-max-bytes B] [--cache-ttl S]]\n"
                "               [--replay approx|exact] [--pool redis://HOST:PORT[/DB]] [--window-ttl S] [--pool-max-bytes B]\n"
-               "               [--stats] [--stats-json FILE]\n");
+               "               [--stats] [--stats-json FILE]\n"
+               "       dsf-run MODEL.dsfa --weights PATH (--prompt-ids ... --batch N | --batch-prompts FILE)\n"
+               "               [--max-new-tokens N] [--temperature T] [--top-p P] [--seed S] [--dump-logits F] [--timing]\n");
 }
 
 bool parseInt(const std::string &text, long long &out) {
@@ -178,6 +182,166 @@ bool writeDump(const std::string &path, const Manifest &m, const std::string &ar
                            tensor("positions", DType::I32, {rows}, positions.data(), positions.size() * 4),
                            tensor("logits", DType::F32, {rows, m.vocabSize}, logits.data(), logits.size() * 4)},
                           {{"model", m.model}, {"artifact", artifactPath}, {"prefill", m.prefillMode}}, error);
+}
+
+/// --batch N / --batch-prompts FILE: sequences decoded together through
+/// @batch_decode, a token each a step. Each is prefilled alone (N copies of
+/// one prompt: once), then admitted to the batch; a sequence that has
+/// generated its tokens leaves it. Prints one line of generated ids per
+/// sequence, in order; --dump-logits writes every row computed, sequence by
+/// sequence ("sequence" says whose; sequence s's ids are "input_ids"
+/// [input_offsets[s], input_offsets[s + 1])).
+/// A prompt's prefilled sequence and logits, kept for the prompts that repeat.
+using PrefillCache = std::map<std::vector<int32_t>, std::pair<Sequence, std::vector<float>>>;
+
+int runBatch(const HostModel &model, const std::vector<std::vector<int32_t>> &prompts,
+             const std::vector<long long> &newTokens, double temperature, double topP, long long seed, bool timing,
+             const std::string &dumpPath, const std::string &artifactPath, PrefillCache &prefills) {
+  const Manifest &m = model.manifest();
+  std::string error;
+  int64_t longest = 0;
+  for (size_t s = 0; s < prompts.size(); ++s) {
+    longest = std::max(longest, int64_t(prompts[s].size() + size_t(std::max(newTokens[s], 1ll))));
+    if (int64_t(prompts[s].size()) + newTokens[s] > m.maxPositions)
+      return fail("sequence " + std::to_string(s + 1) + ": prompt (" + std::to_string(prompts[s].size()) +
+                  " tokens) + its new tokens (" + std::to_string(newTokens[s]) + ") exceed the model's " +
+                  std::to_string(m.maxPositions) + " positions");
+  }
+  auto batch = Batch::create(model, int64_t(prompts.size()), longest, error);
+  if (!batch)
+    return fail(error);
+  size_t count = prompts.size();
+  std::vector<std::vector<int32_t>> generated(count);
+  std::vector<std::vector<float>> rows(count);
+  std::vector<std::vector<int32_t>> rowPositions(count);
+  std::vector<std::vector<int32_t>> sequenceIds(prompts);
+  std::vector<int32_t> next(count);
+  std::mt19937_64 rng(static_cast<uint64_t>(seed));
+  auto keep = [&](size_t s, const float *logits, int64_t nrows, int64_t firstRow) {
+    for (int64_t r = 0; r < nrows; ++r)
+      rowPositions[s].push_back(int32_t(firstRow + r));
+    if (!dumpPath.empty())
+      rows[s].insert(rows[s].end(), logits, logits + nrows * m.vocabSize);
+  };
+  // Prefill each (a repeated prompt once), pick its first token, admit it.
+  std::vector<size_t> inBatch;   // slot -> sequence
+  for (size_t s = 0; s < count; ++s) {
+    auto cached = prefills.find(prompts[s]);
+    if (cached == prefills.end()) {
+      std::pair<Sequence, std::vector<float>> p;
+      int64_t firstRow = 0;
+      if (!model.run("prefill", prompts[s], p.first, p.second, firstRow, error))
+        return fail("sequence " + std::to_string(s + 1) + ": " + error);
+      cached = prefills.emplace(prompts[s], std::move(p)).first;
+    }
+    Sequence &sequence = cached->second.first;
+    const std::vector<float> &prefillRows = cached->second.second;
+    int64_t nrows = int64_t(prefillRows.size()) / m.vocabSize;
+    keep(s, prefillRows.data(), nrows, sequence.length - nrows);
+    if (newTokens[s] == 0)
+      continue;
+    next[s] = pick(prefillRows.data() + prefillRows.size() - size_t(m.vocabSize), m.vocabSize, temperature, topP, rng);
+    generated[s].push_back(next[s]);
+    if (newTokens[s] == 1)
+      continue;
+    if (!batch->admit(sequence, error))
+      return fail("sequence " + std::to_string(s + 1) + ": " + error);
+    inBatch.push_back(s);
+  }
+
+  // Steps until every sequence has its tokens.
+  uint64_t launchesBefore = HostModel::kernelLaunches();
+  auto start = std::chrono::steady_clock::now();
+  int64_t steps = 0, tokens = 0;
+  std::vector<double> stepSeconds;
+  std::vector<float> logits;
+  while (!inBatch.empty()) {
+    std::vector<int32_t> ids;
+    for (size_t s : inBatch) {
+      ids.push_back(next[s]);
+      sequenceIds[s].push_back(next[s]);
+    }
+    auto stepStart = std::chrono::steady_clock::now();
+    if (!batch->step(ids, logits, error))
+      return fail("step " + std::to_string(steps + 1) + ": " + error);
+    stepSeconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - stepStart).count());
+    ++steps;
+    tokens += int64_t(inBatch.size());
+    for (size_t slot = 0; slot < inBatch.size(); ++slot) {
+      size_t s = inBatch[slot];
+      const float *row = logits.data() + slot * size_t(m.vocabSize);
+      keep(s, row, 1, batch->length(int64_t(slot)) - 1);
+      next[s] = pick(row, m.vocabSize, temperature, topP, rng);
+      generated[s].push_back(next[s]);
+    }
+    // Those done leave, from the last slot down (a released slot takes the
+    // last one's sequence).
+    for (size_t slot = inBatch.size(); slot-- > 0;) {
+      size_t s = inBatch[slot];
+      if (int64_t(generated[s].size()) < newTokens[s])
+        continue;
+      Sequence done;
+      if (!batch->release(int64_t(slot), done, error))
+        return fail("sequence " + std::to_string(s + 1) + ": " + error);
+      inBatch[slot] = inBatch.back();
+      inBatch.pop_back();
+    }
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  uint64_t launches = HostModel::kernelLaunches() - launchesBefore;
+  if (!dumpPath.empty()) {
+    std::vector<int32_t> allIds, allPositions, owner, offsets{0};
+    std::vector<float> allRows;
+    for (size_t s = 0; s < count; ++s) {
+      allIds.insert(allIds.end(), sequenceIds[s].begin(), sequenceIds[s].end());
+      offsets.push_back(int32_t(allIds.size()));
+      allPositions.insert(allPositions.end(), rowPositions[s].begin(), rowPositions[s].end());
+      owner.insert(owner.end(), rowPositions[s].size(), int32_t(s));
+      allRows.insert(allRows.end(), rows[s].begin(), rows[s].end());
+    }
+    auto tensor = [](const char *name, DType dtype, std::vector<int64_t> shape, const void *data, size_t bytes) {
+      OwnedTensor t{name, dtype, std::move(shape), {}};
+      t.data.resize(bytes);
+      std::memcpy(t.data.data(), data, bytes);
+      return t;
+    };
+    int64_t n = int64_t(allPositions.size());
+    if (!writeSafetensors(dumpPath,
+                          {tensor("input_ids", DType::I32, {int64_t(allIds.size())}, allIds.data(), allIds.size() * 4),
+                           tensor("positions", DType::I32, {n}, allPositions.data(), allPositions.size() * 4),
+                           tensor("sequence", DType::I32, {n}, owner.data(), owner.size() * 4),
+                           tensor("input_offsets", DType::I32, {int64_t(offsets.size())}, offsets.data(),
+                                  offsets.size() * 4),
+                           tensor("logits", DType::F32, {n, m.vocabSize}, allRows.data(), allRows.size() * 4)},
+                          {{"model", m.model}, {"artifact", artifactPath}, {"prefill", m.prefillMode}}, error))
+      return fail(error);
+  }
+  if (timing) {
+    const Batch::Stats &st = batch->stats();
+    // The first step of a shape captures its CUDA graph: the median of the
+    // steps after the first says what a step costs.
+    std::vector<double> later(stepSeconds.begin() + std::min<size_t>(1, stepSeconds.size()), stepSeconds.end());
+    std::sort(later.begin(), later.end());
+    double median = later.empty() ? 0.0 : later[later.size() / 2];
+    std::fprintf(stderr,
+                 "dsf-run: timing: batch of %zu: %lld steps %.6f s (%.3f ms a step, %.1f tokens/s); "
+                 "first step %.3f ms, the others' median %.3f ms",
+                 count, static_cast<long long>(steps), seconds, steps ? 1000.0 * seconds / double(steps) : 0.0,
+                 seconds > 0 ? double(tokens) / seconds : 0.0, stepSeconds.empty() ? 0.0 : 1000.0 * stepSeconds[0],
+                 1000.0 * median);
+    if (launches && steps)
+      std::fprintf(stderr, "; %.0f GPU kernel launches a step", double(launches) / double(steps));
+    if (st.graphReplays)
+      std::fprintf(stderr, "; CUDA graphs: %llu captured, %llu steps replayed",
+                   static_cast<unsigned long long>(st.graphCaptures), static_cast<unsigned long long>(st.graphReplays));
+    std::fprintf(stderr, "; state %.1f MB\n", double(st.stateBytes) / 1e6);
+  }
+  for (size_t s = 0; s < count; ++s) {
+    for (size_t i = 0; i < generated[s].size(); ++i)
+      std::printf("%s%d", i ? "," : "", generated[s][i]);
+    std::printf("\n");
+  }
+  return 0;
 }
 
 /// Requests over the cache tiers: one (--prompt-ids) or one a line of stdin
@@ -297,7 +461,9 @@ int main(int argc, char **argv) {
   bool multiTurn = false, stats = false;
   double temperature = 0, topP = 1;
   bool timing = false;
-  long long warmup = 0;
+  long long warmup = 0, batchCopies = 0;
+  std::vector<long long> batchSizes;
+  std::string batchPromptsPath;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](std::string &out) {
@@ -333,6 +499,18 @@ int main(int argc, char **argv) {
     } else if (a == "--chunk") {
       if (!value(v) || !parseInt(v, chunk) || chunk < 1)
         return fail("--chunk needs a count >= 1");
+    } else if (a == "--batch") {
+      // N, or N,M,...: batches of each size one after another, from one
+      // prefill (to measure several sizes in one process).
+      std::vector<int32_t> sizes;
+      if (!value(v) || !parseIds(v, sizes, error) ||
+          std::any_of(sizes.begin(), sizes.end(), [](int32_t n) { return n < 1; }))
+        return fail("--batch needs a count of sequences >= 1 (or several, comma-separated)");
+      batchSizes.assign(sizes.begin(), sizes.end());
+      batchCopies = batchSizes.front();
+    } else if (a == "--batch-prompts") {
+      if (!value(batchPromptsPath) || batchPromptsPath.empty())
+        return fail("--batch-prompts needs a file (one prompt a line: ID,ID,... [+NEW_TOKENS])");
     } else if (a == "--cache-dir") {
       if (!value(cacheDir))
         return fail("--cache-dir needs a directory");
@@ -385,10 +563,18 @@ int main(int argc, char **argv) {
       return fail("more than one artifact given ('" + artifactPath + "', '" + a + "')");
     }
   }
-  if (artifactPath.empty() || weightsPath.empty() || (promptText.empty() && !multiTurn)) {
+  bool batched = batchCopies > 0 || !batchPromptsPath.empty();
+  if (artifactPath.empty() || weightsPath.empty() || (promptText.empty() && !multiTurn && batchPromptsPath.empty())) {
     usage();
-    return fail("an artifact, --weights and --prompt-ids (or --multi-turn) are required");
+    return fail("an artifact, --weights and --prompt-ids (or --multi-turn, or --batch-prompts) are required");
   }
+  if (batched && (multiTurn || !cacheDir.empty() || !session.empty() || !poolUrl.empty() || !thenText.empty() ||
+                  warmup > 0))
+    return fail("--batch and --batch-prompts do not combine with the cache tiers, --then-ids or --warmup");
+  if (batchCopies > 0 && !batchPromptsPath.empty())
+    return fail("--batch copies --prompt-ids; --batch-prompts lists the prompts: give one of them");
+  if (!batchPromptsPath.empty() && !promptText.empty())
+    return fail("--batch-prompts lists the prompts; --prompt-ids does not combine with it");
   bool serving = multiTurn || !cacheDir.empty() || !session.empty() || !poolUrl.empty();
   if (serving && !thenText.empty())
     return fail("--then-ids does not combine with --cache-dir, --session or --multi-turn (send the whole prompt)");
@@ -417,6 +603,48 @@ int main(int argc, char **argv) {
     return fail(error);
   progress.done("loaded the model and its weights");
   const Manifest &m = model->manifest();
+  if (batched) {
+    std::vector<std::vector<int32_t>> prompts;
+    std::vector<long long> newTokens;
+    if (batchCopies > 0) {
+      PrefillCache prefills;
+      for (long long n : batchSizes) {
+        prompts.assign(size_t(n), ids);
+        newTokens.assign(size_t(n), maxNew);
+        if (int status = runBatch(*model, prompts, newTokens, temperature, topP, seed, timing, dumpPath,
+                                  artifactPath, prefills))
+          return status;
+      }
+      return 0;
+    } else {
+      std::ifstream in(batchPromptsPath);
+      if (!in)
+        return fail("--batch-prompts: cannot read '" + batchPromptsPath + "'");
+      std::string line;
+      for (int lineNo = 1; std::getline(in, line); ++lineNo) {
+        std::string where = batchPromptsPath + ":" + std::to_string(lineNo) + ": ";
+        while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back())))
+          line.pop_back();
+        if (line.empty())
+          continue;
+        long long mine = maxNew;
+        if (size_t plus = line.find(" +"); plus != std::string::npos) {
+          if (!parseInt(line.substr(plus + 2), mine) || mine < 0)
+            return fail(where + "'" + line.substr(plus + 1) + "' is not a count of new tokens (+N)");
+          line.resize(plus);
+        }
+        std::vector<int32_t> prompt;
+        if (!parseIds(line, prompt, error))
+          return fail(where + error);
+        prompts.push_back(std::move(prompt));
+        newTokens.push_back(mine);
+      }
+      if (prompts.empty())
+        return fail("--batch-prompts: '" + batchPromptsPath + "' lists no prompt");
+    }
+    PrefillCache prefills;
+    return runBatch(*model, prompts, newTokens, temperature, topP, seed, timing, dumpPath, artifactPath, prefills);
+  }
   if (serving)
     return serve(*artifact, *weights, *model, multiTurn ? std::vector<int32_t>() : ids, multiTurn, session, cacheDir,
                  cacheBlock, cacheMaxBytes, cacheTtl, poolUrl, windowTtl, poolMaxBytes, replay == "exact", maxNew,

@@ -91,7 +91,7 @@ struct CachePlanEntry {
 struct StateSlot {
   std::string name;
   std::string kind;   // window, kv, index_keys, carry
-  int64_t ratio = 0;  // caches: tokens per entry
+  int64_t ratio = 0;  // caches: tokens per entry; carries: their compressor's
   int64_t width = 0;
   int64_t windowSize = 0;  // windows: W (they keep W - 1 rows)
   std::string element = "f32", scale = "none";

@@ -130,6 +130,22 @@ public:
   /// itself, the server beforehand to time it as part of the restore.
   bool placeState(Sequence &sequence, std::string &error) const;
 
+  /// A buffer handed to an entry point: its data and shape (row-major).
+  struct Buffer {
+    void *data = nullptr;
+    std::vector<int64_t> shape;
+  };
+  /// Calls `entry` with `inputs` (every input the manifest lists, in its
+  /// order) and the bound weights; `results` get the results' memref
+  /// descriptors, one after the other (rank `resultRank` each). Nothing is
+  /// staged, copied or synchronized: the caller owns every buffer (Batch's
+  /// path, which keeps its buffers from one step to the next).
+  bool invoke(const std::string &entry, const std::vector<Buffer> &inputs, size_t resultRank,
+              std::vector<int64_t> &results, std::string &error) const;
+
+  /// Whether the artifact's kernels run on a CUDA device.
+  bool onDevice() const { return cuda_; }
+
 private:
   HostModel() = default;
   struct Bound;

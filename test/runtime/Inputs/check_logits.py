@@ -7,11 +7,13 @@ below --min-argmax (percent), or on any non-finite logit.
 --against OTHER_DUMP compares two dumps of the same ids on the positions
 both hold (a split prefill's tail against the full prefill); --exact also
 requires bit-identical logits; --last N compares the last N positions only.
+--sequence S takes sequence S of a batch's dump (dsf-run --batch-prompts), and
+of OTHER_DUMP when that is a batch's too.
 --decode-from N [--chunk K] runs the reference as dsf-run --then-ids does:
 a prefill of the first N ids, then the rest K at a time through its decode.
 usage: check_logits.py DUMP (--golden IO --key K --row R | --reference DIR --weights W [--dense] [--quant] [--no-pool] [--prefill MODE]
                              [--decode-from N [--chunk K]]
-                             | --against OTHER_DUMP) [--last N] [--max-rel R] [--min-argmax P] [--exact]"""
+                             | --against OTHER_DUMP) [--sequence S] [--last N] [--max-rel R] [--min-argmax P] [--exact]"""
 import copy
 import json
 import os
@@ -28,6 +30,12 @@ def option(name, default=None):
 
 
 dump = safetensors_io.load(sys.argv[1])
+if option("--sequence"):
+    # One sequence of a batch's dump (dsf-run --batch, --batch-prompts).
+    s = int(option("--sequence"))
+    offsets, mine = dump["input_offsets"], dump["sequence"] == s
+    dump = {"logits": dump["logits"][mine], "positions": dump["positions"][mine],
+            "input_ids": dump["input_ids"][offsets[s]:offsets[s + 1]]}
 got, ids = dump["logits"], dump["input_ids"].astype(np.int64)
 rows = dump["positions"].astype(np.int64) if "positions" in dump else np.arange(len(ids))
 if option("--golden"):
@@ -39,6 +47,12 @@ if option("--golden"):
 elif option("--against"):
     # Another dump of the same ids (e.g. the full prefill): the rows both have.
     other = safetensors_io.load(option("--against"))
+    if option("--sequence") and "input_offsets" in other:
+        # Another batch's dump: the same sequence of it.
+        s = int(option("--sequence"))
+        offsets, mine = other["input_offsets"], other["sequence"] == s
+        other = {"logits": other["logits"][mine], "positions": other["positions"][mine],
+                 "input_ids": other["input_ids"][offsets[s]:offsets[s + 1]]}
     if not np.array_equal(other["input_ids"], dump["input_ids"]):
         sys.exit("the two dumps are of different ids")
     other_rows = other["positions"].astype(np.int64) if "positions" in other else np.arange(len(ids))
