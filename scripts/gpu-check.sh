@@ -6,7 +6,10 @@
 #
 #   scripts/gpu-check.sh prepare   # here: build/gpu-run/ with the artifacts, dsf-run, golden data,
 #                                  # packed into build/gpu-pack/gpu-run.tar.xz (the kernels compress 5:1)
-#   scripts/gpu-check.sh run       # on the GPU machine, from the repository root
+#   scripts/gpu-check.sh prepare quick   # only the core artifacts (the tiny V4.1 default, batch-invariant
+#                                  # and CPU, the tiny and small V4): about a third of the compile time
+#   scripts/gpu-check.sh run       # on the GPU machine, from the repository root; a section whose
+#                                  # artifacts were not prepared prints "skipped" and what it lacks
 #
 # Through the device tool: run `bash scripts/gpu-check.sh run` with carry
 # ["build/gpu-pack"]. It also leaves the artifacts in build/gpu-run for the
@@ -26,11 +29,12 @@ prepare)
   build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cuda -o $G/cuda.dsfa
   build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cuda --batch-invariant -o $G/cuda-invariant.dsfa
   build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cpu -o $G/cpu.dsfa
-  build/bin/dsf-compile models/deepseek-v4.1-tiny --no-kv-quant --target=cuda --no-batch-decode -o $G/cuda-noquant.dsfa
   build/bin/dsf-compile models/deepseek-v4-tiny --no-kv-quant --target=cuda -o $G/v4cuda.dsfa
   build/bin/dsf-compile models/deepseek-v4-tiny --no-kv-quant --target=cpu -o $G/v4cpu.dsfa
   build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cuda -o $G/v4small-cuda.dsfa
   build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cpu --no-batch-decode -o $G/v4small-cpu.dsfa
+  if [[ "${2:-}" != quick ]]; then
+  build/bin/dsf-compile models/deepseek-v4.1-tiny --no-kv-quant --target=cuda --no-batch-decode -o $G/cuda-noquant.dsfa
   # The tensor cores (--tile-math): the tiny models and the small V4.
   build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cuda --tile-math=3xtf32 --no-batch-decode -o $G/cuda-3xtf32.dsfa
   build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cuda --tile-math=tf32 --no-batch-decode -o $G/cuda-tf32.dsfa
@@ -47,6 +51,7 @@ prepare)
   mkdir -p build/tiny-64k
   python3 -c "import json; c = json.load(open('models/deepseek-v4.1-tiny/config.json')); c['max_position_embeddings'] = 65536; json.dump(c, open('build/tiny-64k/config.json', 'w'), indent=1)"
   build/bin/dsf-compile build/tiny-64k --target=cuda --no-batch-decode -o $G/cuda-64k.dsfa
+  fi
   cp build/bin/dsf-run test/runtime/Inputs/check_logits.py test/reference/safetensors_io.py $G/
   cp "$golden/weights.safetensors" "$golden/io.safetensors" $G/
   mkdir -p build/gpu-pack
@@ -64,6 +69,15 @@ run)
   OUT=/tmp/dsf-gpu-check
   mkdir -p "$OUT"
   C="python3 $G/check_logits.py"
+  # Whether every artifact named was prepared (quick leaves some out).
+  have() {
+    for a in "$@"; do
+      if [[ ! -f $G/$a ]]; then
+        echo "skipped (not prepared: $a)"
+        return 1
+      fi
+    done
+  }
   nvidia-smi --query-gpu=name,driver_version --format=csv | tee $log
   python3 - <<PY
 import sys; sys.path.insert(0, '$G')
@@ -88,12 +102,15 @@ PY
     $R $G/cuda.dsfa --weights $G/weights.safetensors --prompt-ids @/tmp/ids$r --dump-logits $OUT/cuda$r.logits --timing
     $C $OUT/cuda$r.logits --against $OUT/cpu$r.logits --max-rel 1e-2 --min-argmax 98 || true
     $C $OUT/cuda$r.logits --golden $G/io.safetensors --key logits_quant_gpu_selective --row $r --max-rel 1e-2 --min-argmax 98 || true
-    $R $G/cuda-noquant.dsfa --weights $G/weights.safetensors --prompt-ids @/tmp/ids$r --dump-logits $OUT/nq$r.logits
-    $C $OUT/nq$r.logits --golden $G/io.safetensors --key logits_noquant_gpu_selective --row $r --max-rel 1e-4 --min-argmax 100 || true
+    if have cuda-noquant.dsfa; then
+      $R $G/cuda-noquant.dsfa --weights $G/weights.safetensors --prompt-ids @/tmp/ids$r --dump-logits $OUT/nq$r.logits
+      $C $OUT/nq$r.logits --golden $G/io.safetensors --key logits_noquant_gpu_selective --row $r --max-rel 1e-4 --min-argmax 100 || true
+    fi
   done
   # Weights bound as bf16 (the tiny V4.1 declared bf16, quantizers off): the
   # kernels that load bf16 and widen it against the CPU's, prefill and
   # decode, to the f32 kernels' tolerance.
+  if have bf16-cpu.dsfa bf16-cuda.dsfa; then
   $R $G/bf16-cpu.dsfa --weights $G/weights.safetensors --prompt-ids @/tmp/ids1 --dump-logits $OUT/bf16-cpu.logits
   $R $G/bf16-cuda.dsfa --weights $G/weights.safetensors --prompt-ids @/tmp/ids1 --dump-logits $OUT/bf16-cuda.logits
   $C $OUT/bf16-cuda.logits --against $OUT/bf16-cpu.logits --max-rel 1e-4 --min-argmax 100 || true
@@ -101,6 +118,7 @@ PY
   $C $OUT/bf16-dec.logits --against $OUT/bf16-cpu.logits --max-rel 1e-4 --min-argmax 100 || true
   compute-sanitizer --tool memcheck --print-limit 5 $R $G/bf16-cuda.dsfa --weights $G/weights.safetensors \
     --prompt-ids 1,2,3,4,5,6,7,8,9 --then-ids 10,11,12 --max-new-tokens 2 | tail -1
+  fi
   # Decode (1-3 rows a call: the warp-per-output projection kernel) against
   # prefill (77 rows: the tiled kernel): the same sums in another order, and
   # V4.1's FP4 cache quantizers turn 1-ulp differences into other codes
@@ -140,7 +158,7 @@ PY
   # these random-weight models (bench/results/gpu-tile-math.md: 1e-1 on the
   # small V4); it is opt-in, and held here only to what a correct kernel
   # gives and a wrong fragment layout cannot (0.5, 60 % argmax).
-  if [[ -f $G/cuda-3xtf32.dsfa ]]; then
+  if have cuda-3xtf32.dsfa cuda-tf32.dsfa v4cuda-3xtf32.dsfa v4small-cuda-3xtf32.dsfa v4small-cuda-tf32.dsfa; then
     for r in 0 1; do
       $R $G/cuda-3xtf32.dsfa --weights $G/weights.safetensors --prompt-ids @/tmp/ids$r --dump-logits $OUT/tc3-$r.logits
       $C $OUT/tc3-$r.logits --against $OUT/cpu$r.logits --max-rel 1e-1 --min-argmax 95 || true

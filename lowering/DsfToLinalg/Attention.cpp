@@ -128,6 +128,26 @@ struct EntryPositionsLowering : DsfPattern<EntryPositionsOp> {
 
 } // namespace
 
+SlotSource groupSlot(OpBuilder &nb, Location l, Value group, Value c, Value s, int64_t ratio, int64_t width,
+                     bool overlap) {
+  SlotSource src{Value(), Value(), c, s};
+  Value rc = indexConst(nb, l, ratio);
+  if (!overlap) {
+    src.row = addIndex(nb, l, arith::MulIOp::create(nb, l, group, rc), s);
+    src.valid = arith::ConstantOp::create(nb, l, nb.getBoolAttr(true));
+    return src;
+  }
+  // s < ratio: Ca (channels [0, W)) of the group before; else Cb of this one.
+  Value isCa = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, s, rc);
+  Value hasBefore = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::uge, group, indexConst(nb, l, 1));
+  src.valid = arith::OrIOp::create(nb, l, arith::XOrIOp::create(nb, l, isCa, arith::ConstantOp::create(nb, l, nb.getBoolAttr(true))), hasBefore);
+  Value before = arith::SubIOp::create(nb, l, arith::MaxUIOp::create(nb, l, group, indexConst(nb, l, 1)), indexConst(nb, l, 1));
+  src.apeRow = arith::SelectOp::create(nb, l, isCa, s, arith::SubIOp::create(nb, l, s, rc));
+  src.row = addIndex(nb, l, arith::MulIOp::create(nb, l, arith::SelectOp::create(nb, l, isCa, before, group), rc), src.apeRow);
+  src.col = arith::SelectOp::create(nb, l, isCa, c, addIndex(nb, l, c, indexConst(nb, l, width)));
+  return src;
+}
+
 Value poolSlots(OpBuilder &b, Location loc, RankedTensorType latentType, Value entries, int64_t slots, Value ck,
                 Value z, Value ape, function_ref<SlotSource(OpBuilder &, Location, Value, Value, Value)> where) {
   MLIRContext *ctx = b.getContext();
@@ -222,25 +242,10 @@ struct CompressLowering : DsfPattern<CompressOp> {
                                             b.getF32Type());
     int64_t width = latentType.getDimSize(1), slots = overlap ? 2 * ratio : ratio;
 
-    // Slot s of entry e, channel c: where its gate and value are.
+    // Slot s of entry e, channel c: where its gate and value are (x's rows
+    // are the groups' from firstGroup's on).
     auto where = [&](OpBuilder &nb, Location l, Value e, Value c, Value s) {
-      Value group = addIndex(nb, l, e, firstGroup);
-      SlotSource src{Value(), Value(), c, s};
-      Value rc = indexConst(nb, l, ratio);
-      if (!overlap) {
-        src.row = addIndex(nb, l, arith::MulIOp::create(nb, l, group, rc), s);
-        src.valid = arith::ConstantOp::create(nb, l, nb.getBoolAttr(true));
-      } else {
-        // s < ratio: Ca (channels [0, W)) of the group before; else Cb of this one.
-        Value isCa = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, s, rc);
-        Value hasBefore = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::uge, group, indexConst(nb, l, 1));
-        src.valid = arith::OrIOp::create(nb, l, arith::XOrIOp::create(nb, l, isCa, arith::ConstantOp::create(nb, l, nb.getBoolAttr(true))), hasBefore);
-        Value before = arith::SubIOp::create(nb, l, arith::MaxUIOp::create(nb, l, group, indexConst(nb, l, 1)), indexConst(nb, l, 1));
-        src.apeRow = arith::SelectOp::create(nb, l, isCa, s, arith::SubIOp::create(nb, l, s, rc));
-        src.row = addIndex(nb, l, arith::MulIOp::create(nb, l, arith::SelectOp::create(nb, l, isCa, before, group), rc), src.apeRow);
-        src.col = arith::SelectOp::create(nb, l, isCa, c, addIndex(nb, l, c, indexConst(nb, l, width)));
-      }
-      return src;
+      return groupSlot(nb, l, addIndex(nb, l, e, firstGroup), c, s, ratio, width, overlap);
     };
     Value pooled = poolSlots(b, loc, latentType, entries, slots, ck, z, ape, where);
     SmallVector<Value> results{rmsNormRows(b, loc, pooled, norm, eps)};

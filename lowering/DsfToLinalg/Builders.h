@@ -320,6 +320,14 @@ void populateAttentionPatterns(RewritePatternSet &patterns, const TypeConverter 
 struct SlotSource {
   Value valid, row, col, apeRow;
 };
+/// Slot s (channel c) of group `group` of a compressor of `ratio`: row
+/// group r + s of its input; for `overlap` (2 x ratio slots), s < ratio the
+/// group before's first halves Ca (none before group 0), from channel 0,
+/// else this group's second halves Cb, from channel `width`. The row counts
+/// input rows from group 0's first.
+SlotSource groupSlot(OpBuilder &b, Location loc, Value group, Value c, Value s, int64_t ratio, int64_t width,
+                     bool overlap);
+
 /// latent[e, c] = sum_s softmax_s(gate) * value over `slots` slots per
 /// (entry, channel), in three passes (max, denominator, weighted sum), the
 /// gates and values read from the projections ck and z (+ ape) where

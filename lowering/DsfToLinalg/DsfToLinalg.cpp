@@ -1233,16 +1233,18 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
     }
 
     // The attention helpers.
+    auto attentionFields = [&](const AttentionSpec &spec) {
+      return SmallVector<NamedAttribute>{b.getNamedAttr("heads", b.getI64IntegerAttr(spec.heads)),
+                                         b.getNamedAttr("width", b.getI64IntegerAttr(spec.width)),
+                                         b.getNamedAttr("window", b.getI64IntegerAttr(spec.window)),
+                                         b.getNamedAttr("k", b.getI64IntegerAttr(spec.k)),
+                                         b.getNamedAttr("scale", b.getF32FloatAttr(float(spec.scale)))};
+    };
     for (const auto &[name, spec] : state.attention) {
       Location loc = module.getLoc();
       SmallVector<Type> inputs = attentionInputTypes(ctx, spec);
       auto out = RankedTensorType::get({ShapedType::kDynamic, spec.heads, spec.width}, b.getF32Type());
-      Block *entry = addHelper(name, inputs, {out}, "dsf.attention",
-                               {b.getNamedAttr("heads", b.getI64IntegerAttr(spec.heads)),
-                                b.getNamedAttr("width", b.getI64IntegerAttr(spec.width)),
-                                b.getNamedAttr("window", b.getI64IntegerAttr(spec.window)),
-                                b.getNamedAttr("k", b.getI64IntegerAttr(spec.k)),
-                                b.getNamedAttr("scale", b.getF32FloatAttr(float(spec.scale)))});
+      Block *entry = addHelper(name, inputs, {out}, "dsf.attention", attentionFields(spec));
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(entry);
       ValueRange args = entry->getArguments();
@@ -1258,13 +1260,9 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
       const AttentionSpec &a = spec.attention;
       SmallVector<Type> inputs = slotAttentionInputTypes(ctx, spec);
       auto out = RankedTensorType::get({ShapedType::kDynamic, a.heads, a.width}, b.getF32Type());
-      Block *entry = addHelper(name, inputs, {out}, "dsf.slot_attention",
-                               {b.getNamedAttr("heads", b.getI64IntegerAttr(a.heads)),
-                                b.getNamedAttr("width", b.getI64IntegerAttr(a.width)),
-                                b.getNamedAttr("window", b.getI64IntegerAttr(a.window)),
-                                b.getNamedAttr("k", b.getI64IntegerAttr(a.k)),
-                                b.getNamedAttr("scale", b.getF32FloatAttr(float(a.scale))),
-                                b.getNamedAttr("page_entries", b.getI64IntegerAttr(spec.pageEntries))});
+      SmallVector<NamedAttribute> fields = attentionFields(a);
+      fields.push_back(b.getNamedAttr("page_entries", b.getI64IntegerAttr(spec.pageEntries)));
+      Block *entry = addHelper(name, inputs, {out}, "dsf.slot_attention", fields);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(entry);
       ValueRange args = entry->getArguments();

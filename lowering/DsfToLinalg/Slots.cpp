@@ -196,7 +196,7 @@ struct SlotCompress : SlotPattern<CompressOp> {
     int64_t ratio = op.getRatio();
     double eps = op.getEps().convertToDouble();
     Value norm = storedWeight(op, op.getNormAttr());
-    if (kind == CompressorKind::project) {
+    if (kind == CompressorKind::project) {   // row-wise: a batch's rows are a sequence's
       b.replaceOp(op, rmsNormRows(b, loc, rowsTimesTransposed(b, loc, x, storedWeight(op, op.getWkvAttr())), norm, eps));
       return success();
     }
@@ -217,26 +217,12 @@ struct SlotCompress : SlotPattern<CompressOp> {
     auto latentType = RankedTensorType::get({ShapedType::kDynamic, tensorType(op.getResult()).getDimSize(1)},
                                             b.getF32Type());
     int64_t width = latentType.getDimSize(1);
-    // Slot s of token t's group g = p div r, channel c: position g r + s
-    // (pair, pool), or for overlap s < r Ca of the group before (none for
-    // the first group) and s >= r Cb of g; at ring row t C + position mod C.
+    // Slot s of token t's group g = p div r (groupSlot: its position, g r +
+    // s, or for overlap the group before's), at ring row t C + position mod C.
     auto where = [&](OpBuilder &nb, Location l, Value t, Value c, Value s) {
-      Value rc = indexConst(nb, l, ratio);
-      Value group = arith::DivUIOp::create(nb, l, positionAt(nb, l, *pos, t), rc);
-      SlotSource src{alwaysWritten(nb, l), Value(), c, s};
-      Value position = arith::AddIOp::create(nb, l, arith::MulIOp::create(nb, l, group, rc), s);
-      if (overlap) {
-        Value isCa = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, s, rc);
-        Value hasBefore = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::uge, group, indexConst(nb, l, 1));
-        src.valid = arith::OrIOp::create(nb, l, arith::XOrIOp::create(nb, l, isCa, alwaysWritten(nb, l)), hasBefore);
-        Value before = arith::SubIOp::create(nb, l, arith::MaxUIOp::create(nb, l, group, indexConst(nb, l, 1)),
-                                             indexConst(nb, l, 1));
-        src.apeRow = arith::SelectOp::create(nb, l, isCa, s, arith::SubIOp::create(nb, l, s, rc));
-        position = arith::AddIOp::create(
-            nb, l, arith::MulIOp::create(nb, l, arith::SelectOp::create(nb, l, isCa, before, group), rc), src.apeRow);
-        src.col = arith::SelectOp::create(nb, l, isCa, c, arith::AddIOp::create(nb, l, c, indexConst(nb, l, width)));
-      }
-      Value slotRow = arith::RemUIOp::create(nb, l, position, indexConst(nb, l, slots));
+      Value group = arith::DivUIOp::create(nb, l, positionAt(nb, l, *pos, t), indexConst(nb, l, ratio));
+      SlotSource src = groupSlot(nb, l, group, c, s, ratio, width, overlap);
+      Value slotRow = arith::RemUIOp::create(nb, l, src.row, indexConst(nb, l, slots));
       src.row = arith::AddIOp::create(nb, l, arith::MulIOp::create(nb, l, t, indexConst(nb, l, slots)), slotRow);
       return src;
     };

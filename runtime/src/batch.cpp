@@ -15,6 +15,10 @@ namespace {
 /// its CUDA graph) then change once every this many pages of the longest
 /// sequence, not with every page.
 constexpr int64_t kColumnStep = 8;
+/// Step shapes kept (their inputs and, on a GPU, their graphs with the
+/// buffers their kernels were captured with), the least recently used
+/// going first: a batch whose sequences come and go meets many shapes.
+constexpr size_t kPlansKept = 8;
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 } // namespace
@@ -61,6 +65,7 @@ struct Batch::Impl {
     std::vector<size_t> bytes;
     std::shared_ptr<cuda::Graph> graph;
     std::vector<int64_t> graphResults;   // the logits' descriptor the graph writes
+    uint64_t lastUse = 0;
     ~Plan() {
       graph.reset();   // waits for its replays
       for (size_t k = 0; k < staged.size(); ++k) {
@@ -74,6 +79,7 @@ struct Batch::Impl {
     }
   };
   std::map<std::vector<int64_t>, std::unique_ptr<Plan>> plans;
+  uint64_t useClock = 0;
   bool graphs = false;
   Stats stats;
 
@@ -352,11 +358,20 @@ Batch::Impl::Plan *Batch::Impl::plan(std::string &error) {
       most = std::max(most, int64_t(h.pages.at(ratio).size()));
     key.push_back(ceilDiv(most, kColumnStep) * kColumnStep);
   }
+  ++useClock;
+  if (auto it = plans.find(key); it != plans.end()) {
+    it->second->lastUse = useClock;
+    return it->second.get();
+  }
+  if (plans.size() >= kPlansKept) {
+    auto oldest = std::min_element(plans.begin(), plans.end(),
+                                   [](const auto &a, const auto &b) { return a.second->lastUse < b.second->lastUse; });
+    plans.erase(oldest);
+  }
   std::unique_ptr<Plan> &slot = plans[key];
-  if (slot)
-    return slot.get();
   auto p = std::make_unique<Plan>();
   p->cuda = cuda;
+  p->lastUse = useClock;
   p->sequences = key[0];
   p->columns.assign(key.begin() + 1, key.end());
   p->bytes = {size_t(p->sequences) * 4, size_t(p->sequences) * 4, size_t(p->sequences)};

@@ -343,6 +343,19 @@ void releaseIdle(bool all) {
 }
 } // namespace
 
+namespace {
+/// A device allocation that failed: recorded (errorLock held), and host
+/// memory handed out in its place (see hostFallbacks).
+void *failedAllocation(size_t bytes, CUresult r, const char *when) {
+  if (firstError.empty())
+    firstError = "cuMemAlloc(" + std::to_string(bytes) + " bytes)" + when + ": " + errorName(r) +
+                 (r == kOutOfMemory ? " (out of device memory)" : "");
+  void *host = std::calloc(1, 16);
+  hostFallbacks().insert(host);
+  return host;
+}
+} // namespace
+
 void *deviceAlloc(size_t bytes) {
   std::lock_guard<std::mutex> guard(errorLock);
   Pool &p = pool();
@@ -356,13 +369,8 @@ void *deviceAlloc(size_t bytes) {
       return reinterpret_cast<void *>(block);
     }
     CUresult r = driver().cuMemAlloc(&block, need);
-    if (r != 0) {
-      if (firstError.empty())
-        firstError = "cuMemAlloc(" + std::to_string(bytes) + " bytes) while capturing a CUDA graph: " + errorName(r);
-      void *host = std::calloc(1, 16);
-      hostFallbacks().insert(host);
-      return host;
-    }
+    if (r != 0)
+      return failedAllocation(bytes, r, " while capturing a CUDA graph");
     c.blocks.push_back(block);
     c.sizes[block] = need;
     return reinterpret_cast<void *>(block);
@@ -380,14 +388,8 @@ void *deviceAlloc(size_t bytes) {
       releaseIdle(true);
       r = driver().cuMemAlloc(&block, need);
     }
-    if (r != 0) {
-      if (firstError.empty())
-        firstError = "cuMemAlloc(" + std::to_string(bytes) + " bytes): " + errorName(r) +
-                     (r == kOutOfMemory ? " (out of device memory)" : "");
-      void *host = std::calloc(1, 16);
-      hostFallbacks().insert(host);
-      return host;
-    }
+    if (r != 0)
+      return failedAllocation(bytes, r, "");
     p.blocks[block] = {need, p.epoch};
   }
   p.blocks[block].lastUse = p.epoch;

@@ -262,14 +262,9 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
 
 bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &ids, Sequence &sequence,
                     std::vector<float> &logits, int64_t &firstRow, std::string &error) const {
-  const Bound *bound = nullptr;
-  for (const auto &b : entries_)
-    if (b->spec->name == entryName)
-      bound = b.get();
-  if (!bound) {
-    error = "the artifact has no entry point '" + entryName + "'";
+  const Bound *bound = this->bound(entryName, error);
+  if (!bound)
     return false;
-  }
   const Manifest &m = manifest();
   if (ids.empty()) {
     error = "the prompt is empty";
@@ -493,16 +488,19 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
   return true;
 }
 
-bool HostModel::invoke(const std::string &entryName, const std::vector<Buffer> &inputs, size_t resultRank,
-                       std::vector<int64_t> &results, std::string &error) const {
-  const Bound *bound = nullptr;
+const HostModel::Bound *HostModel::bound(const std::string &entryName, std::string &error) const {
   for (const auto &b : entries_)
     if (b->spec->name == entryName)
-      bound = b.get();
-  if (!bound) {
-    error = "the artifact has no entry point '" + entryName + "'";
+      return b.get();
+  error = "the artifact has no entry point '" + entryName + "'";
+  return nullptr;
+}
+
+bool HostModel::invoke(const std::string &entryName, const std::vector<Buffer> &inputs, size_t resultRank,
+                       std::vector<int64_t> &results, std::string &error) const {
+  const Bound *bound = this->bound(entryName, error);
+  if (!bound)
     return false;
-  }
   if (inputs.size() != bound->spec->inputs.size()) {
     error = "entry point '" + entryName + "' takes " + std::to_string(bound->spec->inputs.size()) + " inputs, not " +
             std::to_string(inputs.size());

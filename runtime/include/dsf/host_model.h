@@ -149,6 +149,8 @@ public:
 private:
   HostModel() = default;
   struct Bound;
+  /// The entry point called `entry`, or null with the error.
+  const Bound *bound(const std::string &entry, std::string &error) const;
   std::shared_ptr<Artifact> artifact_;
   void *library_ = nullptr;
   bool cuda_ = false;   // a CUDA artifact: buffers in managed memory

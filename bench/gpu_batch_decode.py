@@ -1,0 +1,210 @@
+"""Question: what does a decode step cost with several sequences in it, and
+what does replaying it as a CUDA graph save? (issue 5: "several sequences
+batched in one step", "the decode step captured as a CUDA graph and
+replayed"; 5b: decode step time at batch 1, 8 and 64 against the byte floor)
+
+Runs on the GPU machine over artifacts built on the development machine
+(each with @batch_decode, dsf-compile's default):
+  python3 bench/gpu_batch_decode.py DSF_RUN OUT.md [--small NAME=ART[:WEIGHTS] ...] [--shaped ART] [--context N]
+
+Part 1, --small (the tiny V4.1, the small V4: launch-bound decode): a
+64-token prompt, then 33 tokens at batch 1 through @decode (the anchor,
+one sequence's own entry point), and through @batch_decode launched kernel
+by kernel (DSF_CUDA_GRAPHS=0) and replayed as a CUDA graph; then
+@batch_decode with graphs at batch 8 and 64. A step's time is the median of
+the steps after the first (which captures the graph).
+
+Part 2, --shaped (bench/configs/deepseek-v4.1-shaped-8e: V4.1-Flash's real
+sizes with 8 experts, random weights in the released formats): a
+--context-token prompt (default 2,048) prefilled once and decoded as 1, 8
+and 64 sequences (dsf-run --batch 1,8,64), against @decode at batch 1 in
+the same run. The floors of a step: bytes ((the weights the step touches,
+as the artifact binds them: every expert once any token picks it, all 8 at
+batch >= 2 almost surely; plus each sequence's cache reads at f32, as dsf
+keeps them) / 4.4 TB/s) and arithmetic (2 x the parameters a token
+multiplies with x tokens, over the f32 SIMT ceiling of 66.9 TFLOP/s that
+dsf's tiled products run on, and over the bf16 tensor cores' 790).
+"""
+import datetime
+import os
+import re
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+args = sys.argv[1:]
+dsf_run, out_md = args[0], args[1]
+small, shaped, context = [], None, 2048
+i = 2
+while i < len(args):
+    if args[i] == "--small":
+        small.append(args[i + 1])
+    elif args[i] == "--shaped":
+        shaped = args[i + 1]
+    elif args[i] == "--context":
+        context = int(args[i + 1])
+    else:
+        sys.exit(f"unknown argument {args[i]}")
+    i += 2
+root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(root, "tools", "scripts"))
+import dsfa_tool  # noqa: E402
+
+work = "/tmp/dsf-batch-bench"
+os.makedirs(work, exist_ok=True)
+env = dict(os.environ, CUDA_MODULE_LOADING="EAGER")
+HBM, SIMT, TENSOR = 4.4e12, 66.9e12, 790e12
+lines = []
+
+
+def say(text=""):
+    print(text, flush=True)
+    lines.append(text)
+
+
+def run(artifact, weights, ids, extra, environment=None, timeout=900):
+    path = os.path.join(work, f"ids{len(ids)}")
+    with open(path, "w") as f:
+        f.write(",".join(map(str, ids)))
+    cmd = [dsf_run, artifact, "--weights", weights, "--prompt-ids", "@" + path, "--timing"] + extra
+    r = subprocess.run(cmd, capture_output=True, text=True, env=dict(env, **(environment or {})), timeout=timeout)
+    if r.returncode:
+        raise RuntimeError(f"{' '.join(cmd)}: exit {r.returncode}\n{r.stderr[-3000:]}")
+    return r.stderr, r.stdout
+
+
+def single_decode_ms(stderr):
+    d = re.search(r"decode (\d+) tokens ([0-9.]+) s", stderr)
+    return 1e3 * float(d.group(2)) / int(d.group(1))
+
+
+def batch_steps(stderr):
+    """{batch size: (median step ms after the first, first step ms, launches a step or None, graph replays)}"""
+    out = {}
+    for m in re.finditer(r"timing: batch of (\d+): (\d+) steps .*?first step ([0-9.]+) ms, the others' median "
+                         r"([0-9.]+) ms(?:; (\d+) GPU kernel launches a step)?(?:; CUDA graphs: (\d+) captured, "
+                         r"(\d+) steps replayed)?", stderr):
+        out[int(m.group(1))] = (float(m.group(4)), float(m.group(3)), m.group(5), m.group(7) or "0")
+    return out
+
+
+try:
+    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm", "--format=csv,noheader"],
+                         capture_output=True, text=True).stdout.strip()
+except FileNotFoundError:
+    gpu = "no nvidia-smi"
+say(f"# Batched decode steps and CUDA graphs, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
+say()
+say(f"- machine: {gpu} (device tool)")
+say(f"- command: `python3 bench/gpu_batch_decode.py DSF_RUN OUT.md {' '.join(args[2:])}`")
+say()
+rng = np.random.default_rng(11)
+
+if small:
+    say("## Launch-bound models: @decode against @batch_decode, launched and replayed")
+    say()
+    say("| model | @decode, batch 1 | @batch_decode launched, batch 1 | replayed (CUDA graph), batch 1 | graph / launched "
+        "| replayed, batch 8 | replayed, batch 64 | launches a step |")
+    say("|---|---|---|---|---|---|---|---|")
+    for spec in small:
+        name, _, rest = spec.partition("=")
+        artifact, _, weights = rest.partition(":")
+        if not weights:
+            weights = os.path.join(work, name + ".safetensors")
+            if not os.path.exists(weights):
+                subprocess.run([sys.executable, os.path.join(root, "tools", "scripts", "dsfa_tool.py"), "random-weights",
+                                artifact, weights], check=True)
+        vocab = dsfa_tool.manifest(open(artifact, "rb").read())["vocab_size"]
+        ids = list(rng.integers(0, vocab, 64))
+        err, _ = run(artifact, weights, ids, ["--max-new-tokens", "34", "--warmup", "2"])
+        anchor = single_decode_ms(err)
+        err, _ = run(artifact, weights, ids, ["--max-new-tokens", "34", "--batch", "1"], {"DSF_CUDA_GRAPHS": "0"})
+        launched = batch_steps(err)[1]
+        err, _ = run(artifact, weights, ids, ["--max-new-tokens", "34", "--batch", "1,8,64"])
+        steps = batch_steps(err)
+        say(f"| {name} | {anchor:.3f} ms | {launched[0]:.3f} ms | {steps[1][0]:.3f} ms | x{launched[0] / steps[1][0]:.2f} "
+            f"| {steps[8][0]:.3f} ms ({steps[8][0] / 8:.3f} a token) | {steps[64][0]:.3f} ms ({steps[64][0] / 64:.3f} a token) "
+            f"| {launched[2] or '?'} |")
+    say()
+    say("A step's time: the median of the steps after the first (which captures the graph); 33 steps a batch. "
+        "ms a token at batch B: the step over B.")
+    say()
+
+if shaped:
+    weights = os.path.join(work, "shaped.safetensors")
+    art = open(shaped, "rb").read()
+    manifest = dsfa_tool.manifest(art)
+    t0 = time.perf_counter()
+    if not os.path.exists(weights):
+        dsfa_tool.write_random_quantized(art, weights)
+    del art
+    say(f"## V4.1-Flash's real sizes (8 experts): a {context}-token prompt decoded as 1, 8 and 64 sequences")
+    say()
+    say(f"Random weights in the released formats, written in {time.perf_counter() - t0:.0f} s.")
+    say()
+    ELEMENT_BYTES = {"f32": 4, "bf16": 2, "i32": 4}
+    step = next(e for e in manifest["entry_points"] if e["name"] == "batch_decode")
+
+    def touched(batch):
+        """Weight bytes a step of `batch` tokens reads (each weight once), and the elements a token
+        multiplies with."""
+        total = active = 0
+        for w in step["weights"]:
+            n = int(np.prod(w["shape"]))
+            if w["name"] == "embed.weight":
+                rows = min(batch, w["shape"][0])
+                total += ELEMENT_BYTES[w["dtype"]] * rows * w["shape"][-1]
+                continue
+            if "expert_names" in w:
+                experts = w["shape"][0]
+                used = 6 if batch == 1 else experts   # top-6 of 8: two tokens pick every expert almost surely
+                total += ELEMENT_BYTES[w["dtype"]] * n * used // experts
+                active += n * 6 // experts
+                continue
+            total += ELEMENT_BYTES[w["dtype"]] * n
+            if len(w["shape"]) >= 2:
+                active += n
+        return total, active
+
+    def kv_read(n):
+        """f32 cache bytes one sequence's decode token reads at `n` positions (bench/gpu_v41_real_size.py)."""
+        total = 0
+        for layer in range(40):
+            ratio = 0 if layer < 2 else (2 if layer < 20 else 1)
+            if ratio:
+                entries = n // ratio
+                if layer in (2, 8, 14, 20, 24, 28, 32, 36):
+                    total += entries * 128 * 4
+                total += min(512, entries) * 512 * 4
+            total += 128 * 512 * 4
+        return total
+
+    ids = list(rng.integers(0, manifest["vocab_size"], context))
+    err, _ = run(shaped, weights, ids, ["--max-new-tokens", "9"])
+    anchor = single_decode_ms(err)
+    say(f"- @decode, one sequence (the anchor): {anchor:.2f} ms a token")
+    err, out = run(shaped, weights, ids, ["--max-new-tokens", "9", "--batch", "1,8,64"])
+    steps = batch_steps(err)
+    generated = out.split()
+    say(f"- @batch_decode: {len(generated)} sequences' tokens printed; the batch-of-1 sequence's tokens "
+        f"{'equal' if generated[0] == generated[1] else 'differ from'} the first sequence of the batch of 8")
+    say()
+    say("| batch | step ms | ms a token | tokens/s | against @decode | byte floor | x floor | f32 SIMT floor | x floor "
+        "| bf16 tensor floor | first step ms (capture) |")
+    say("|---|---|---|---|---|---|---|---|---|---|---|")
+    for batch, (ms, first, _, replays) in sorted(steps.items()):
+        weight_bytes, active = touched(batch)
+        byte_floor = (weight_bytes + batch * kv_read(context)) / HBM * 1e3
+        simt = 2 * active * batch / SIMT * 1e3
+        tensor = 2 * active * batch / TENSOR * 1e3
+        say(f"| {batch} | {ms:.2f} | {ms / batch:.3f} | {1e3 * batch / ms:.0f} | x{anchor / (ms / batch):.2f} "
+            f"| {byte_floor:.2f} ms | x{ms / byte_floor:.2f} | {simt:.2f} ms | x{ms / max(simt, byte_floor):.2f} "
+            f"| {tensor:.2f} ms | {first:.1f} |")
+    say()
+    say("x floor against the f32 SIMT floor: the step over the larger of the byte and the f32 arithmetic floor. "
+        "against @decode: the anchor's ms a token over the batch's.")
+    say()
+
+open(out_md, "w").write("\n".join(lines) + "\n")
