@@ -6,6 +6,7 @@ replayed"; 5b: decode step time at batch 1, 8 and 64 against the byte floor)
 Runs on the GPU machine over artifacts built on the development machine
 (each with @batch_decode, dsf-compile's default):
   python3 bench/gpu_batch_decode.py DSF_RUN OUT.md [--small NAME=ART[:WEIGHTS] ...] [--shaped ART] [--context N]
+                                    [--profile-batch N]
 
 Part 1, --small (the tiny V4.1, the small V4: launch-bound decode): a
 64-token prompt, then 33 tokens at batch 1 through @decode (the anchor,
@@ -36,7 +37,7 @@ import numpy as np
 
 args = sys.argv[1:]
 dsf_run, out_md = args[0], args[1]
-small, shaped, context = [], None, 2048
+small, shaped, context, profile_batch = [], None, 2048, None
 i = 2
 while i < len(args):
     if args[i] == "--small":
@@ -45,6 +46,8 @@ while i < len(args):
         shaped = args[i + 1]
     elif args[i] == "--context":
         context = int(args[i + 1])
+    elif args[i] == "--profile-batch":
+        profile_batch = int(args[i + 1])
     else:
         sys.exit(f"unknown argument {args[i]}")
     i += 2
@@ -60,8 +63,11 @@ lines = []
 
 
 def say(text=""):
+    """Prints a line and keeps the file up to date (a run stopped at its limit keeps what it had)."""
     print(text, flush=True)
     lines.append(text)
+    with open(out_md, "w") as f:
+        f.write("\n".join(lines) + "\n")
 
 
 def run(artifact, weights, ids, extra, environment=None, timeout=900):
@@ -206,5 +212,28 @@ if shaped:
     say("x floor against the f32 SIMT floor: the step over the larger of the byte and the f32 arithmetic floor. "
         "against @decode: the anchor's ms a token over the batch's.")
     say()
+    if profile_batch:
+        # Where a step's time goes: DSF_CUDA_PROFILE (each launch timed with events, so no graph) over the
+        # batch's steps, by dsf op.
+        prof = os.path.join(work, "profile.md")
+        run(shaped, weights, ids, ["--max-new-tokens", "5", "--batch", str(profile_batch)], {"DSF_CUDA_PROFILE": prof})
+        by_op, steps_run = {}, 4
+        for line in open(prof):
+            m = re.match(r"\| (\S+) \(([^)]*)\) \| (\d+) \| ([0-9.]+) \|", line)
+            if not m or not (m.group(1).startswith("batch_decode") or m.group(1).startswith("batch_decode/")):
+                continue
+            name = m.group(1).split("/", 1)[-1]
+            op = re.sub(r"_\d+$", "", name.partition("__")[2]) or name
+            t = by_op.setdefault(op, [0, 0.0])
+            t[0] += int(m.group(3))
+            t[1] += float(m.group(4))
+        total = sum(t[1] for t in by_op.values())
+        say(f"### A step of {profile_batch} sequences by dsf op (DSF_CUDA_PROFILE, {steps_run} steps, kernels launched "
+            f"one by one): {total / 1e3 / steps_run:.1f} ms of kernel time a step")
+        say()
+        say("| dsf op (all layers) | launches a step | ms a step | share |")
+        say("|---|---|---|---|")
+        for op, (launches, us) in sorted(by_op.items(), key=lambda kv: -kv[1][1])[:16]:
+            say(f"| {op} | {launches // steps_run} | {us / 1e3 / steps_run:.2f} | {100 * us / total:.1f} % |")
+        say()
 
-open(out_md, "w").write("\n".join(lines) + "\n")
