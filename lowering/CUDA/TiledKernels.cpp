@@ -431,19 +431,17 @@ int64_t warpGemvUnroll(Type element) {
 void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g) {
   auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
   constexpr int64_t kWarp = 32, kWarps = kThreads / kWarp;
-  int64_t split = g.split, outputsPerBlock = kWarps / split, R = g.rowsPerWarp;
+  int64_t split = g.split, outputsPerBlock = kWarps / split;
   assert(split >= 1 && kWarps % split == 0 && "a power of two up to 8 warps per output");
-  assert(R >= 1 && "at least one row a warp");
-  Value one = idx(1), N = g.N, K = g.K, M = g.M;
+  Value one = idx(1), N = g.N, K = g.K;
   Value blocks = arith::DivUIOp::create(b, loc, arith::AddIOp::create(b, loc, N, idx(outputsPerBlock - 1)),
                                         idx(outputsPerBlock));
-  Value rowBlocks = R == 1 ? M : arith::DivUIOp::create(b, loc, arith::AddIOp::create(b, loc, M, idx(R - 1)), idx(R)).getResult();
   auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
   SmallVector<Type> shared;
   if (split > 1)
-    shared.push_back(MemRefType::get({kWarps * R}, b.getF32Type(), MemRefLayoutAttrInterface{}, workgroup));
-  auto launch = gpu::LaunchOp::create(b, loc, blocks, rowBlocks, g.gridZ ? g.gridZ : one, idx(kThreads), one, one,
-                                      nullptr, nullptr, ValueRange{}, shared);
+    shared.push_back(MemRefType::get({kWarps}, b.getF32Type(), MemRefLayoutAttrInterface{}, workgroup));
+  auto launch = gpu::LaunchOp::create(b, loc, blocks, g.M, g.gridZ ? g.gridZ : one, idx(kThreads), one, one, nullptr,
+                                      nullptr, ValueRange{}, shared);
   OpBuilder k = OpBuilder::atBlockEnd(&launch.getBody().front());
   if (g.prologue)
     g.prologue(k, loc, launch.getBlockIds().z);
@@ -456,19 +454,9 @@ void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g) {
   Value o = arith::AddIOp::create(k, loc, arith::MulIOp::create(k, loc, launch.getBlockIds().x, c(outputsPerBlock)),
                                   arith::DivUIOp::create(k, loc, warp, c(split)));
   Value part = arith::RemUIOp::create(k, loc, warp, c(split));
-  // The block's rows m0 .. m0 + R - 1, those past M reading row M - 1 (and
-  // storing nothing).
-  Value m0 = R == 1 ? launch.getBlockIds().y
-                    : arith::MulIOp::create(k, loc, launch.getBlockIds().y, c(R)).getResult();
-  SmallVector<Value> rows, rowIn;
-  for (int64_t r = 0; r < R; ++r) {
-    Value m = r ? arith::AddIOp::create(k, loc, m0, c(r)).getResult() : m0;
-    rowIn.push_back(R == 1 ? Value() : arith::CmpIOp::create(k, loc, arith::CmpIPredicate::ult, m, M).getResult());
-    rows.push_back(R == 1 ? m : arith::MinUIOp::create(k, loc, m, arith::SubIOp::create(k, loc, M, c(1))).getResult());
-  }
+  Value m = launch.getBlockIds().y;
   Value inN = arith::CmpIOp::create(k, loc, arith::CmpIPredicate::ult, o, N);
-  SmallVector<Type> sums(split > 1 ? R : 0, k.getF32Type());
-  auto inRange = scf::IfOp::create(k, loc, sums, inN, split > 1);
+  auto inRange = scf::IfOp::create(k, loc, split > 1 ? TypeRange{k.getF32Type()} : TypeRange{}, inN, split > 1);
   OpBuilder t = inRange.getThenBodyBuilder();
   // The lane's depths are first, first + stride, ...: kUnroll of them an
   // iteration, their loads issued together (a warp's loads of one f32
@@ -476,12 +464,11 @@ void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g) {
   // products are bound by the weights' bytes), added in the same order as
   // one at a time. The lane's last count mod kUnroll depths follow one at a
   // time. With `width` 2 the same over pairs of depths, a pair one 32-bit
-  // load of the weight. Each of the R rows keeps its own sum, in that order:
-  // the weight is read once for all of them.
+  // load of the weight.
   const int64_t kUnroll = g.unroll;
   assert(kUnroll >= 1 && "at least one depth an iteration");
   int64_t stride = kWarp * split;
-  auto laneSums = [&](OpBuilder &t, int64_t width) -> SmallVector<Value> {
+  auto laneSum = [&](OpBuilder &t, int64_t width) -> Value {
     auto ci = [&](int64_t v) { return arith::ConstantIndexOp::create(t, loc, v).getResult(); };
     Value zero = arith::ConstantFloatOp::create(t, loc, t.getF32Type(), APFloat(0.0f));
     int64_t unroll = std::max<int64_t>(1, kUnroll / width);
@@ -490,45 +477,30 @@ void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g) {
     // multiple of width), in order.
     auto loadRun = [&](OpBuilder &p, Location l, Value d) -> SmallVector<Value> {
       if (width == 1)
-        return {g.loadW(p, l, rows[0], o, d)};
+        return {g.loadW(p, l, m, o, d)};
       Type element = llvm::cast<MemRefType>(g.pairedWeight.getType()).getElementType();
       int64_t bytes = width * element.getIntOrFloatBitWidth() / 8;
       Value run = vector::LoadOp::create(p, l, VectorType::get({width}, element), g.pairedWeight,
-                                         g.weightIndices(p, l, rows[0], o, d), /*nontemporal=*/false,
+                                         g.weightIndices(p, l, m, o, d), /*nontemporal=*/false,
                                          llvm::MaybeAlign(bytes));
       SmallVector<Value> out;
       for (int64_t e = 0; e < width; ++e)
         out.push_back(vector::ExtractOp::create(p, l, run, e));
       return out;
     };
-    // Unit q's loads (depths width q .. width q + width - 1): each row's A
-    // values to as[r], the weight's stored elements to `ws`.
-    auto unitLoads = [&](OpBuilder &p, Location l, Value q, SmallVector<SmallVector<Value>> &as,
-                         SmallVector<Value> &ws) {
+    // Unit q's loads (depths width q .. width q + width - 1): A's values to
+    // `as`, the weight's stored elements to `ws`.
+    auto unitLoads = [&](OpBuilder &p, Location l, Value q, SmallVector<Value> &as, SmallVector<Value> &ws) {
       Value d = width == 1 ? q : arith::MulIOp::create(p, l, q, arith::ConstantIndexOp::create(p, l, width)).getResult();
-      for (int64_t r = 0; r < R; ++r)
-        for (int64_t e = 0; e < width; ++e)
-          as[r].push_back(g.loadA(p, l, rows[r],
-                                  e ? arith::AddIOp::create(p, l, d, arith::ConstantIndexOp::create(p, l, e)).getResult() : d));
+      for (int64_t e = 0; e < width; ++e)
+        as.push_back(g.loadA(p, l, m, e ? arith::AddIOp::create(p, l, d, arith::ConstantIndexOp::create(p, l, e)).getResult() : d));
       llvm::append_range(ws, loadRun(p, l, d));
     };
-    // Each row's acc plus each of its a times its w (widened once), in order.
-    auto addProducts = [&](OpBuilder &p, Location l, ValueRange accs, ArrayRef<SmallVector<Value>> as,
-                           ArrayRef<Value> ws) {
-      // One row: each element extended where it is used (the one-row
-      // kernel's code); more: once, for every row.
-      SmallVector<Value> wide(ws);
-      if (R > 1)
-        for (Value &w : wide)
-          w = lowering::widenToF32(p, l, w);
-      SmallVector<Value> out;
-      for (int64_t r = 0; r < R; ++r) {
-        Value acc = accs[r];
-        for (auto [a, w] : llvm::zip_equal(as[r], wide))
-          acc = arith::AddFOp::create(p, l, acc, arith::MulFOp::create(p, l, a, R > 1 ? w : lowering::widenToF32(p, l, w)));
-        out.push_back(acc);
-      }
-      return out;
+    // acc plus each a times its w (widened), in order.
+    auto addProducts = [&](OpBuilder &p, Location l, Value acc, ArrayRef<Value> as, ArrayRef<Value> ws) {
+      for (auto [a, w] : llvm::zip_equal(as, ws))
+        acc = arith::AddFOp::create(p, l, acc, arith::MulFOp::create(p, l, a, lowering::widenToF32(p, l, w)));
+      return acc;
     };
     Value first = arith::AddIOp::create(t, loc, lane, arith::MulIOp::create(t, loc, part, ci(kWarp)));
     Value has = arith::CmpIOp::create(t, loc, arith::CmpIPredicate::ugt, units, first);
@@ -537,26 +509,24 @@ void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g) {
     Value unrolledEnd = arith::AddIOp::create(
         t, loc, first,
         arith::MulIOp::create(t, loc, arith::DivUIOp::create(t, loc, count, ci(unroll)), ci(unroll * stride)));
-    SmallVector<Value> zeros(R, zero);
     auto groups = scf::ForOp::create(
-        t, loc, first, unrolledEnd, ci(unroll * stride), zeros, [&](OpBuilder &p, Location l, Value q0, ValueRange acc) {
-          SmallVector<SmallVector<Value>> as(R);
-          SmallVector<Value> ws;
+        t, loc, first, unrolledEnd, ci(unroll * stride), ValueRange{zero},
+        [&](OpBuilder &p, Location l, Value q0, ValueRange acc) {
+          SmallVector<Value> as, ws;
           for (int64_t u = 0; u < unroll; ++u)
             unitLoads(p, l, u ? arith::AddIOp::create(p, l, q0, arith::ConstantIndexOp::create(p, l, u * stride)).getResult() : q0,
                       as, ws);
-          scf::YieldOp::create(p, l, addProducts(p, l, acc, as, ws));
+          scf::YieldOp::create(p, l, addProducts(p, l, acc[0], as, ws));
         });
     auto tail = scf::ForOp::create(t, loc, unrolledEnd, units, ci(stride), groups.getResults(),
                                    [&](OpBuilder &p, Location l, Value q, ValueRange acc) {
-                                     SmallVector<SmallVector<Value>> as(R);
-                                     SmallVector<Value> ws;
+                                     SmallVector<Value> as, ws;
                                      unitLoads(p, l, q, as, ws);
-                                     scf::YieldOp::create(p, l, addProducts(p, l, acc, as, ws));
+                                     scf::YieldOp::create(p, l, addProducts(p, l, acc[0], as, ws));
                                    });
-    return SmallVector<Value>(tail.getResults());
+    return tail.getResult(0);
   };
-  SmallVector<Value> laneTotals;
+  Value laneTotal;
   if (g.pairedWeight) {
     // Pairs when the weight's base is 4-byte aligned (every buffer the
     // runtime allocates is; the check costs one branch a warp).
@@ -565,56 +535,36 @@ void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g) {
         t, loc, arith::CmpIPredicate::eq,
         arith::RemUIOp::create(t, loc, base, arith::ConstantIndexOp::create(t, loc, 4)),
         arith::ConstantIndexOp::create(t, loc, 0));
-    auto choose = scf::IfOp::create(t, loc, SmallVector<Type>(R, t.getF32Type()), aligned, /*withElse=*/true);
+    auto choose = scf::IfOp::create(t, loc, TypeRange{t.getF32Type()}, aligned, /*withElse=*/true);
     OpBuilder pairs = choose.getThenBodyBuilder(), singles = choose.getElseBodyBuilder();
-    scf::YieldOp::create(pairs, loc, laneSums(pairs, 2));
-    scf::YieldOp::create(singles, loc, laneSums(singles, 1));
-    laneTotals.append(choose.getResults().begin(), choose.getResults().end());
+    scf::YieldOp::create(pairs, loc, laneSum(pairs, 2));
+    scf::YieldOp::create(singles, loc, laneSum(singles, 1));
+    laneTotal = choose.getResult(0);
   } else {
-    laneTotals = laneSums(t, 1);
+    laneTotal = laneSum(t, 1);
   }
-  SmallVector<Value> totals;
-  for (Value lt : laneTotals)
-    totals.push_back(warpAllReduce(t, loc, lt, [&](OpBuilder &o, Value x, Value y) {
-      return arith::AddFOp::create(o, loc, x, y).getResult();
-    }));
-  // Row r's value goes out when the row is one (R > 1: the block's last
-  // rows may be past M).
-  auto storeRow = [&](OpBuilder &w, int64_t r, Value sum) {
-    if (R == 1) {
-      g.store(w, loc, rows[0], o, sum);
-      return;
-    }
-    auto ifRow = scf::IfOp::create(w, loc, TypeRange{}, rowIn[r], false);
-    OpBuilder in = ifRow.getThenBodyBuilder();
-    g.store(in, loc, rows[r], o, sum);
-  };
+  Value sum = warpAllReduce(t, loc, laneTotal, [&](OpBuilder &o, Value x, Value y) {
+    return arith::AddFOp::create(o, loc, x, y).getResult();
+  });
   if (split == 1) {
     Value lane0 = arith::CmpIOp::create(t, loc, arith::CmpIPredicate::eq, lane, arith::ConstantIndexOp::create(t, loc, 0));
     auto write = scf::IfOp::create(t, loc, TypeRange{}, lane0, false);
     OpBuilder w = write.getThenBodyBuilder();
-    for (int64_t r = 0; r < R; ++r)
-      storeRow(w, r, totals[r]);
+    g.store(w, loc, m, o, sum);
     gpu::TerminatorOp::create(k, loc);
     return;
   }
-  scf::YieldOp::create(t, loc, totals);
+  scf::YieldOp::create(t, loc, sum);
   OpBuilder outside = inRange.getElseBodyBuilder();
-  Value zero = arith::ConstantFloatOp::create(outside, loc, outside.getF32Type(), APFloat(0.0f));
-  scf::YieldOp::create(outside, loc, SmallVector<Value>(R, zero));
-  // The parts' sums meet in shared memory (row r of warp w at w R + r);
-  // the output's first warp adds them in part order.
+  scf::YieldOp::create(outside, loc, arith::ConstantFloatOp::create(outside, loc, outside.getF32Type(), APFloat(0.0f)).getResult());
+  // The parts' sums meet in shared memory; the output's first warp adds them
+  // in part order.
   Value partials = launch.getWorkgroupAttributions()[0];
   Value laneZero = arith::CmpIOp::create(k, loc, arith::CmpIPredicate::eq, lane, c(0));
   auto keep = scf::IfOp::create(k, loc, TypeRange{}, laneZero, false);
-  auto slotOf = [&](OpBuilder &w, Value warpIndex, int64_t r) {
-    Value at = R == 1 ? warpIndex : arith::MulIOp::create(w, loc, warpIndex, arith::ConstantIndexOp::create(w, loc, R)).getResult();
-    return r ? arith::AddIOp::create(w, loc, at, arith::ConstantIndexOp::create(w, loc, r)).getResult() : at;
-  };
   {
     OpBuilder w = keep.getThenBodyBuilder();
-    for (int64_t r = 0; r < R; ++r)
-      memref::StoreOp::create(w, loc, inRange.getResult(r), partials, ValueRange{slotOf(w, warp, r)});
+    memref::StoreOp::create(w, loc, inRange.getResult(0), partials, ValueRange{warp});
   }
   gpu::BarrierOp::create(k, loc);
   Value leader = arith::AndIOp::create(
@@ -623,16 +573,13 @@ void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g) {
   auto write = scf::IfOp::create(k, loc, TypeRange{}, leader, false);
   {
     OpBuilder w = write.getThenBodyBuilder();
-    for (int64_t r = 0; r < R; ++r) {
-      Value total = memref::LoadOp::create(w, loc, partials, ValueRange{slotOf(w, warp, r)});
-      for (int64_t q = 1; q < split; ++q)
-        total = arith::AddFOp::create(
-            w, loc, total,
-            memref::LoadOp::create(
-                w, loc, partials,
-                ValueRange{slotOf(w, arith::AddIOp::create(w, loc, warp, arith::ConstantIndexOp::create(w, loc, q)), r)}));
-      storeRow(w, r, total);
-    }
+    Value total = memref::LoadOp::create(w, loc, partials, ValueRange{warp});
+    for (int64_t q = 1; q < split; ++q)
+      total = arith::AddFOp::create(
+          w, loc, total,
+          memref::LoadOp::create(w, loc, partials,
+                                 ValueRange{arith::AddIOp::create(w, loc, warp, arith::ConstantIndexOp::create(w, loc, q))}));
+    g.store(w, loc, m, o, total);
   }
   gpu::TerminatorOp::create(k, loc);
 }
@@ -678,13 +625,7 @@ scf::IfOp buildProductKernels(OpBuilder &b, Location loc, const Product &p, int6
     w.weightIndices = [indices = p.weightIndices](OpBuilder &o, Location l, Value, Value col, Value d) {
       return indices(o, l, col, d);
     };
-  // One row: the one-row kernel; more (a batch's step): kWarpRows a warp.
-  Value single = arith::CmpIOp::create(e, loc, arith::CmpIPredicate::eq, p.M, arith::ConstantIndexOp::create(e, loc, 1));
-  auto rows = scf::IfOp::create(e, loc, TypeRange{}, single, /*withElse=*/true);
-  OpBuilder one = rows.getThenBodyBuilder(), many = rows.getElseBodyBuilder();
-  buildWarpGemv(one, loc, w);
-  w.rowsPerWarp = kWarpRows;
-  buildWarpGemv(many, loc, w);
+  buildWarpGemv(e, loc, w);
   return choice;
 }
 

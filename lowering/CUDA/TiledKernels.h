@@ -125,10 +125,6 @@ struct WarpGemv {
   std::function<void(OpBuilder &, Location, Value r, Value col, Value sum)> store;
   int64_t split = 1;  // 1, 2, 4 or 8 warps per output
   int64_t unroll = 4; // depths a lane loads together (warpGemvUnroll)
-  /// Rows a warp computes, each with its own sum in the same order: the
-  /// weight is then read once for all of them (a batched decode's few
-  /// rows). Above 1 the weight must not depend on the row.
-  int64_t rowsPerWarp = 1;
   /// A weight whose depths a lane may read two at a time, one 32-bit load
   /// each (pairableWeight), with its indices at (r, col, d); null: one depth
   /// a load. Lane l then takes the depth pairs l, l + 32, ... (the same
@@ -173,11 +169,8 @@ struct Product {
   std::function<SmallVector<Value>(OpBuilder &, Location, Value col, Value d)> weightIndices;
 };
 /// An scf.if on M >= minRows: the tiled kernel, else (when `warpBelow`) a
-/// warp per output: for one row (a sequence's decode), or for each output a
-/// warp over kWarpRows rows at a time, reading the weight once for them (a
-/// batch's decode step; each output's sum in the one-row kernel's order).
-/// Without `warpBelow` the else branch is left empty for the caller.
-constexpr int64_t kWarpRows = 8;
+/// warp per output; without `warpBelow` the else branch is left empty for
+/// the caller.
 scf::IfOp buildProductKernels(OpBuilder &b, Location loc, const Product &p, int64_t minRows, bool warpBelow);
 
 /// The extents of a generic's loops, as index values.
