@@ -6,7 +6,7 @@ replayed"; 5b: decode step time at batch 1, 8 and 64 against the byte floor)
 Runs on the GPU machine over artifacts built on the development machine
 (each with @batch_decode, dsf-compile's default):
   python3 bench/gpu_batch_decode.py DSF_RUN OUT.md [--small NAME=ART[:WEIGHTS] ...] [--shaped ART] [--context N]
-                                    [--profile-batch N]
+                                    [--profile-batch N[,M...]] [--shaped-anchor ART]
 
 Part 1, --small (the tiny V4.1, the small V4: launch-bound decode): a
 64-token prompt, then 33 tokens at batch 1 through @decode (the anchor,
@@ -37,7 +37,7 @@ import numpy as np
 
 args = sys.argv[1:]
 dsf_run, out_md = args[0], args[1]
-small, shaped, context, profile_batch = [], None, 2048, None
+small, shaped, context, profile_batches, shaped_anchor = [], None, 2048, [], None
 i = 2
 while i < len(args):
     if args[i] == "--small":
@@ -46,8 +46,10 @@ while i < len(args):
         shaped = args[i + 1]
     elif args[i] == "--context":
         context = int(args[i + 1])
+    elif args[i] == "--shaped-anchor":
+        shaped_anchor = args[i + 1]
     elif args[i] == "--profile-batch":
-        profile_batch = int(args[i + 1])
+        profile_batches = [int(n) for n in args[i + 1].split(",")]
     else:
         sys.exit(f"unknown argument {args[i]}")
     i += 2
@@ -212,10 +214,22 @@ if shaped:
     say("x floor against the f32 SIMT floor: the step over the larger of the byte and the f32 arithmetic floor. "
         "against @decode: the anchor's ms a token over the batch's.")
     say()
-    if profile_batch:
+    if shaped_anchor:
+        # Another build of the same model (the one before a change), the same weights and prompt.
+        err, _ = run(shaped_anchor, weights, ids, ["--max-new-tokens", "9", "--batch", "1,8,64"])
+        before = batch_steps(err)
+        say(f"Against {os.path.basename(shaped_anchor)} (the anchor build) in the same run:")
+        say()
+        say("| batch | anchor step ms | this step ms | anchor / this |")
+        say("|---|---|---|---|")
+        for batch in sorted(steps):
+            if batch in before:
+                say(f"| {batch} | {before[batch][0]:.2f} | {steps[batch][0]:.2f} | x{before[batch][0] / steps[batch][0]:.2f} |")
+        say()
+    for profile_batch in profile_batches:
         # Where a step's time goes: DSF_CUDA_PROFILE (each launch timed with events, so no graph) over the
         # batch's steps, by dsf op.
-        prof = os.path.join(work, "profile.md")
+        prof = os.path.join(work, f"profile{profile_batch}.md")
         run(shaped, weights, ids, ["--max-new-tokens", "5", "--batch", str(profile_batch)], {"DSF_CUDA_PROFILE": prof})
         by_op, steps_run = {}, 4
         for line in open(prof):
