@@ -166,16 +166,19 @@ struct Progress {
 };
 } // namespace
 
+/// A tensor of --dump-logits: `bytes` of `data`, copied.
+OwnedTensor dumpTensor(const char *name, DType dtype, std::vector<int64_t> shape, const void *data, size_t bytes) {
+  OwnedTensor t{name, dtype, std::move(shape), {}};
+  t.data.resize(bytes);
+  std::memcpy(t.data.data(), data, bytes);
+  return t;
+}
+
 /// --dump-logits: the ids fed, each computed row's position, its logits.
 bool writeDump(const std::string &path, const Manifest &m, const std::string &artifactPath,
                const std::vector<int32_t> &ids, const std::vector<int32_t> &positions, const std::vector<float> &logits,
                std::string &error) {
-  auto tensor = [](const char *name, DType dtype, std::vector<int64_t> shape, const void *data, size_t bytes) {
-    OwnedTensor t{name, dtype, std::move(shape), {}};
-    t.data.resize(bytes);
-    std::memcpy(t.data.data(), data, bytes);
-    return t;
-  };
+  auto tensor = dumpTensor;
   int64_t rows = int64_t(positions.size());
   return writeSafetensors(path,
                           {tensor("input_ids", DType::I32, {int64_t(ids.size())}, ids.data(), ids.size() * 4),
@@ -299,12 +302,7 @@ int runBatch(const HostModel &model, const std::vector<std::vector<int32_t>> &pr
       owner.insert(owner.end(), rowPositions[s].size(), int32_t(s));
       allRows.insert(allRows.end(), rows[s].begin(), rows[s].end());
     }
-    auto tensor = [](const char *name, DType dtype, std::vector<int64_t> shape, const void *data, size_t bytes) {
-      OwnedTensor t{name, dtype, std::move(shape), {}};
-      t.data.resize(bytes);
-      std::memcpy(t.data.data(), data, bytes);
-      return t;
-    };
+    auto tensor = dumpTensor;
     int64_t n = int64_t(allPositions.size());
     if (!writeSafetensors(dumpPath,
                           {tensor("input_ids", DType::I32, {int64_t(allIds.size())}, allIds.data(), allIds.size() * 4),
