@@ -184,7 +184,13 @@ def GpuTiledMatmul : Pass<"dsf-gpu-tiled-matmul", "::mlir::ModuleOp"> {
     another order. Each kernel writes every output once: when C was zeroed
     just before (the `linalg.fill` that dsf-to-linalg puts before every
     projection), they store their sums instead of adding them to C, and the
-    fill, a kernel of its own, goes.
+    fill, a kernel of its own, goes. The warp kernel also runs from
+    `min-rows` up to 128 rows when the tiles would be fewer than
+    `min-blocks` (half the H200's 132 SMs): a tile takes as long with 64
+    rows as with 128, and the warp kernel's rows past the first read the
+    weight from L2 (a batched decode's shared FFN: 18 tiles of 128 x 128 at
+    64 rows, 12.5 ms a step against 4.1 in the warp kernel; wo_a's 128
+    tiles of 64 x 64 stay, 1.7 against 3.4).
 
     With `batch-invariant`, the few-rows case keeps the generic (one thread
     per output) instead: it adds the products in the same order as the tiled
@@ -199,6 +205,8 @@ def GpuTiledMatmul : Pass<"dsf-gpu-tiled-matmul", "::mlir::ModuleOp"> {
     other value is an error.
   }];
   let options = [Option<"minRows", "min-rows", "int64_t", "16", "Rows from which the tiled kernel runs">,
+                 Option<"minBlocks", "min-blocks", "int64_t", "66",
+                        "Tiles from which the tiled kernel runs below 128 rows (0: any)">,
                  Option<"batchInvariant", "batch-invariant", "bool", "false",
                         "Sum in one order whatever the number of rows">,
                  Option<"math", "math", "std::string", "\"f32\"",
@@ -218,13 +226,18 @@ def GpuGroupedExperts : Pass<"dsf-gpu-grouped-experts", "::mlir::ModuleOp"> {
     them in expert order, and the tiled GEMM kernel of dsf-gpu-tiled-matmul
     runs with each block's rows, gathered through the permutation, against
     its expert's weight; a down product writes z[t, s, :] and adds the slots
-    in order. Below `min-rows`, a warp per output reads its row's expert.
+    in order. Below `min-rows`, or below `min-rows-per-expert` rows for
+    each expert on average (a tile computes its expert's whole tile of rows,
+    mostly padding for a batched decode's few), a warp per output reads its
+    row's expert.
     With `batch-invariant`, every row count takes the tiled path, so a
     row's sums never depend on the other rows.
 
     A marked generic that is not of these forms is an error naming it.
   }];
   let options = [Option<"minRows", "min-rows", "int64_t", "16", "(token, slot) rows from which the tiled kernel runs">,
+                 Option<"minRowsPerExpert", "min-rows-per-expert", "int64_t", "32",
+                        "Rows for each expert on average from which the tiled kernel runs">,
                  Option<"batchInvariant", "batch-invariant", "bool", "false",
                         "Sum in one order whatever the number of rows">,
                  Option<"math", "math", "std::string", "\"f32\"",

@@ -55,8 +55,9 @@ LogicalResult mlir::dsf::buildCudaPipelineFromLinalg(OpPassManager &pm, const Cu
   // queues the kernels without synchronizing between them.
   std::string text = "canonicalize,convert-bufferization-to-memref,dsf-copies-to-linalg,dsf-gpu-fuse-mhc,dsf-gpu-select-topk,dsf-gpu-route-experts,dsf-gpu-sink-attention{batch-invariant=" + invariant + "},symbol-dce,dsf-gpu-fuse-sinkhorn,"
                      "dsf-gpu-grouped-experts{batch-invariant=" + invariant + " math=" + options.tileMath +
+                     " min-rows-per-expert=" + std::to_string(options.tileMinRowsPerExpert) +
                      "},dsf-gpu-tiled-matmul{batch-invariant=" + invariant + " math=" + options.tileMath +
-                     "},dsf-gpu-batched-contraction{math=" + options.tileMath + "},dsf-gpu-block-reduce{min-sum-points=" +
+                     " min-blocks=" + std::to_string(options.tileMinBlocks) + "},dsf-gpu-batched-contraction{math=" + options.tileMath + "},dsf-gpu-block-reduce{min-sum-points=" +
                      std::string(options.batchInvariant ? "1024" : "256") + "},"
                      "convert-linalg-to-parallel-loops,"
                      "dsf-tile-parallel-loops{threads=128},"

@@ -17,8 +17,9 @@
 //   in place (the projection's rows) or to z[t, slot, :] (the down
 //   projection), whose slots are then added in slot order.
 //
-// Few rows (decode) take a warp per output instead, reading its row's
-// expert directly. With batch-invariant, every row count takes the tiled
+// Few rows (decode: fewer than min-rows, or fewer than
+// min-rows-per-expert times the experts) take a warp per output instead,
+// reading its row's expert directly. With batch-invariant, every row count takes the tiled
 // path, so a row's sums never depend on how many rows ran with it.
 //
 //===----------------------------------------------------------------------===//
@@ -104,9 +105,19 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
       memref::StoreOp::create(o, loc, arith::AddFOp::create(o, loc, old, sum), m.output, ValueRange{t, s, col});
     };
 
-    Value grouped = batchInvariant ? arith::ConstantIntOp::create(b, loc, 1, 1).getResult()
-                                   : arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, rows, idx(b, minRows))
-                                         .getResult();
+    // The tiles compute whole tiles of rows for every expert that has one:
+    // with a few rows an expert (a batched decode's) that is mostly padding,
+    // and a warp per (row, output) reading its row's expert is faster (the
+    // rows of one weight chunk run together: its reads past the first come
+    // from L2).
+    Value grouped = arith::ConstantIntOp::create(b, loc, 1, 1).getResult();
+    if (!batchInvariant) {
+      auto atLeast = [&](Value v, Value bound) {
+        return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, v, bound).getResult();
+      };
+      grouped = arith::AndIOp::create(b, loc, atLeast(rows, idx(b, minRows)),
+                                      atLeast(rows, arith::MulIOp::create(b, loc, E, idx(b, minRowsPerExpert))));
+    }
     auto choice = scf::IfOp::create(b, loc, TypeRange{}, grouped, /*withElse=*/true);
     const GemmTile tile = gemmTile(tileMath, N);
     {

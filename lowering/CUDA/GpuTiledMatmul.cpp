@@ -84,7 +84,8 @@ bool isGroupedRowsTimesTransposed(linalg::GenericOp g) {
 /// C[t, o] += A[t, d] * W[o, d], or per group g = blockIdx.z:
 /// C[t, g, o] += A[t, g, d] * W[g, o, d]; with batch-invariant, the generic
 /// stays below min-rows (it adds in the tiled kernel's order).
-void rewriteProduct(linalg::GenericOp g, bool grouped, int64_t minRows, bool batchInvariant, TileMath math) {
+void rewriteProduct(linalg::GenericOp g, bool grouped, int64_t minRows, int64_t minBlocks, bool batchInvariant,
+                    TileMath math) {
   OpBuilder b(g);
   Location loc = g.getLoc();
   Value A = g.getDpsInputs()[0], W = g.getDpsInputs()[1], C = g.getDpsInits()[0];
@@ -124,7 +125,10 @@ void rewriteProduct(linalg::GenericOp g, bool grouped, int64_t minRows, bool bat
   };
   p.math = math;
   p.warpUnroll = warpGemvUnroll(llvm::cast<MemRefType>(W.getType()).getElementType());
-  scf::IfOp choice = buildProductKernels(b, loc, p, minRows, /*warpBelow=*/!batchInvariant);
+  // Batch-invariant: the generic below the tiles is slow (a thread an
+  // output), so only the row count chooses.
+  scf::IfOp choice =
+      buildProductKernels(b, loc, p, minRows, batchInvariant ? 0 : minBlocks, /*warpBelow=*/!batchInvariant);
   if (batchInvariant) {
     // The generic that stays for few rows adds to C: its fill goes with it.
     g->moveBefore(choice.elseBlock()->getTerminator());
@@ -153,9 +157,9 @@ struct GpuTiledMatmulPass : impl::GpuTiledMatmulBase<GpuTiledMatmulPass> {
         grouped.push_back(g);
     });
     for (linalg::GenericOp g : grouped)
-      rewriteProduct(g, /*grouped=*/true, minRows, batchInvariant, *tileMath);
+      rewriteProduct(g, /*grouped=*/true, minRows, minBlocks, batchInvariant, *tileMath);
     for (linalg::GenericOp g : matmuls)
-      rewriteProduct(g, /*grouped=*/false, minRows, batchInvariant, *tileMath);
+      rewriteProduct(g, /*grouped=*/false, minRows, minBlocks, batchInvariant, *tileMath);
   }
 };
 } // namespace

@@ -440,7 +440,14 @@ void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g) {
   SmallVector<Type> shared;
   if (split > 1)
     shared.push_back(MemRefType::get({kWarps}, b.getF32Type(), MemRefLayoutAttrInterface{}, workgroup));
-  auto launch = gpu::LaunchOp::create(b, loc, blocks, g.M, g.gridZ ? g.gridZ : one, idx(kThreads), one, one, nullptr,
+  // One grid dimension, the rows fastest: block x is row x mod M of the
+  // outputs chunk x / M. The GPU starts blocks in order, so the M rows that
+  // read one chunk of the weight run together and all but the first find it
+  // in L2 (a batched decode's 8-64 rows, the routed experts' rows of one
+  // expert); with the columns fastest, a row's blocks swept the whole weight
+  // before the next row started, and the weight was read from HBM again.
+  Value gridX = arith::MulIOp::create(b, loc, blocks, g.M);
+  auto launch = gpu::LaunchOp::create(b, loc, gridX, one, g.gridZ ? g.gridZ : one, idx(kThreads), one, one, nullptr,
                                       nullptr, ValueRange{}, shared);
   OpBuilder k = OpBuilder::atBlockEnd(&launch.getBody().front());
   if (g.prologue)
@@ -449,12 +456,13 @@ void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g) {
   Value tid = launch.getThreadIds().x;
   Value lane = arith::RemUIOp::create(k, loc, tid, c(kWarp));
   Value warp = arith::DivUIOp::create(k, loc, tid, c(kWarp));
+  Value m = arith::RemUIOp::create(k, loc, launch.getBlockIds().x, g.M);
+  Value chunk = arith::DivUIOp::create(k, loc, launch.getBlockIds().x, g.M);
   // Output o's `split` warps are consecutive; part p of them takes the
   // depths 32 p + lane + 32 split i.
-  Value o = arith::AddIOp::create(k, loc, arith::MulIOp::create(k, loc, launch.getBlockIds().x, c(outputsPerBlock)),
+  Value o = arith::AddIOp::create(k, loc, arith::MulIOp::create(k, loc, chunk, c(outputsPerBlock)),
                                   arith::DivUIOp::create(k, loc, warp, c(split)));
   Value part = arith::RemUIOp::create(k, loc, warp, c(split));
-  Value m = launch.getBlockIds().y;
   Value inN = arith::CmpIOp::create(k, loc, arith::CmpIPredicate::ult, o, N);
   auto inRange = scf::IfOp::create(k, loc, split > 1 ? TypeRange{k.getF32Type()} : TypeRange{}, inN, split > 1);
   OpBuilder t = inRange.getThenBodyBuilder();
@@ -584,12 +592,27 @@ void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g) {
   gpu::TerminatorOp::create(k, loc);
 }
 
-scf::IfOp buildProductKernels(OpBuilder &b, Location loc, const Product &p, int64_t minRows, bool warpBelow) {
+scf::IfOp buildProductKernels(OpBuilder &b, Location loc, const Product &p, int64_t minRows, int64_t minBlocks,
+                              bool warpBelow) {
   // The grids first: the branches use them.
   GemmTile tile = gemmTile(p.math, p.N);
   Value gridX = ceilDiv(b, loc, p.N, tile.cols), gridY = ceilDiv(b, loc, p.M, tile.rows);
-  Value tiled = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, p.M,
-                                      arith::ConstantIndexOp::create(b, loc, minRows));
+  auto atLeast = [&](Value v, int64_t bound) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, v, arith::ConstantIndexOp::create(b, loc, bound))
+        .getResult();
+  };
+  Value tiled = atLeast(p.M, minRows);
+  if (minBlocks > 1) {
+    // Few tiles (below half a wave): a tile's time does not shrink with its
+    // rows, and the warp kernel's, whose weight reads past the first row
+    // come from L2, grows with them; from kWarpRowsAtMost rows the tiles are
+    // taken anyway.
+    Value blocks = arith::MulIOp::create(b, loc, gridX, gridY);
+    if (p.gridZ)
+      blocks = arith::MulIOp::create(b, loc, blocks, p.gridZ);
+    Value enough = arith::OrIOp::create(b, loc, atLeast(blocks, minBlocks), atLeast(p.M, kWarpRowsAtMost));
+    tiled = arith::AndIOp::create(b, loc, tiled, enough);
+  }
   auto choice = scf::IfOp::create(b, loc, TypeRange{}, tiled, /*withElse=*/true);
   OpBuilder t = choice.getThenBodyBuilder();
   TiledGemm g;

@@ -168,10 +168,19 @@ struct Product {
   Value pairedWeight;
   std::function<SmallVector<Value>(OpBuilder &, Location, Value col, Value d)> weightIndices;
 };
-/// An scf.if on M >= minRows: the tiled kernel, else (when `warpBelow`) a
-/// warp per output; without `warpBelow` the else branch is left empty for
-/// the caller.
-scf::IfOp buildProductKernels(OpBuilder &b, Location loc, const Product &p, int64_t minRows, bool warpBelow);
+/// Rows from which a product takes the tiled kernel however few its blocks:
+/// a full tile of rows. By the H200's batch of 64 (bench/results/
+/// gpu-batch-kernels.md), the warp kernel's time grows with the rows (wo_b:
+/// 4.2 ms at 64 rows, its reads at 6.4 TB/s from L2) while a single wave of
+/// tiles takes the same time from 1 to 128 rows (7.9 ms): they meet near
+/// 128.
+constexpr int64_t kWarpRowsAtMost = 128;
+/// An scf.if on M >= minRows and, when minBlocks > 1, the tiled kernel
+/// having minBlocks blocks or more (or M >= kWarpRowsAtMost): the tiled
+/// kernel, else (when `warpBelow`) a warp per output; without `warpBelow`
+/// the else branch is left empty for the caller.
+scf::IfOp buildProductKernels(OpBuilder &b, Location loc, const Product &p, int64_t minRows, int64_t minBlocks,
+                              bool warpBelow);
 
 /// The extents of a generic's loops, as index values.
 SmallVector<Value> loopExtents(OpBuilder &b, Location loc, linalg::GenericOp g);

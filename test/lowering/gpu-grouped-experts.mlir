@@ -1,6 +1,11 @@
 // RUN: dsf-opt %s --dsf-gpu-grouped-experts=min-rows=16 --split-input-file | FileCheck %s
 // RUN: dsf-opt %s --dsf-gpu-grouped-experts="min-rows=16 batch-invariant=true" --split-input-file | FileCheck --check-prefix=INVARIANT %s
 // RUN: dsf-opt %s --dsf-gpu-grouped-experts="min-rows=16 math=tf32" --split-input-file | FileCheck --check-prefix=TF32 %s
+// RUN: dsf-opt %s --dsf-gpu-grouped-experts="min-rows=16 min-rows-per-expert=0" --split-input-file | FileCheck --check-prefix=ANY-SPREAD %s
+
+// min-rows-per-expert=0: the rows alone choose (times 0 experts).
+// ANY-SPREAD-LABEL: func.func @project
+// ANY-SPREAD: arith.muli %{{.*}}, %c0
 
 // math=tf32: each expert's tile on the tensor cores.
 // TF32-LABEL: func.func @project
@@ -13,12 +18,18 @@
 // (token, slot) rows, per-expert counts and ranks by atomics, the starts on
 // one thread, the permutation into expert order, then the tiled kernel whose
 // block finds its expert and reads its rows through the permutation; below
-// 16 rows a warp per output. The generic is gone.
+// 16 rows, or below 32 rows an expert on average (min-rows-per-expert: a
+// batched decode's few rows an expert would leave its tile mostly padding),
+// a warp per output, its grid's rows fastest. The generic is gone.
 // CHECK-LABEL: func.func @project
 // CHECK: %[[T:.*]] = memref.dim %arg0, %c0
+// CHECK: %[[E:.*]] = memref.dim %arg2, %c0
 // CHECK: %[[ROWS:.*]] = arith.muli %[[T]], %c2
 // CHECK: %[[BIG:.*]] = arith.cmpi uge, %[[ROWS]], %c16
-// CHECK: scf.if %[[BIG]] {
+// CHECK: %[[PADDED:.*]] = arith.muli %[[E]], %c32
+// CHECK: %[[DENSE:.*]] = arith.cmpi uge, %[[ROWS]], %[[PADDED]]
+// CHECK: %[[GROUPED:.*]] = arith.andi %[[BIG]], %[[DENSE]]
+// CHECK: scf.if %[[GROUPED]] {
 // CHECK: %[[COUNTS:.*]] = memref.alloc(%{{.*}}) : memref<?xi32>
 // CHECK: linalg.fill ins(%{{.*}} : i32) outs(%[[COUNTS]] : memref<?xi32>)
 // CHECK: scf.parallel
@@ -39,7 +50,9 @@
 // CHECK: memref.store {{.*}}, %arg3
 // CHECK: memref.dealloc %[[COUNTS]]
 // CHECK: } else {
-// CHECK: gpu.launch
+// CHECK: %[[BLOCKS:.*]] = arith.muli %{{.*}}, %[[ROWS]]
+// CHECK: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[BLOCKS]],
+// CHECK: arith.remui %[[BX]], %[[ROWS]]
 // CHECK-COUNT-5: gpu.shuffle  xor
 // CHECK: memref.store {{.*}}, %arg3
 // CHECK-NOT: linalg.generic

@@ -1,4 +1,5 @@
 // RUN: dsf-opt %s --dsf-gpu-tiled-matmul=min-rows=16 --split-input-file | FileCheck %s
+// RUN: dsf-opt %s --dsf-gpu-tiled-matmul="min-rows=16 min-blocks=0" --split-input-file | FileCheck --check-prefix=ANY-BLOCKS %s
 // RUN: dsf-opt %s --dsf-gpu-tiled-matmul="min-rows=16 batch-invariant=true" --split-input-file | FileCheck --check-prefix=INVARIANT %s
 // RUN: dsf-opt %s --dsf-gpu-tiled-matmul="min-rows=16 math=tf32" --split-input-file | FileCheck --check-prefix=TF32 %s
 // RUN: dsf-opt %s --dsf-gpu-tiled-matmul="min-rows=16 math=3xtf32" --split-input-file | FileCheck --check-prefix=TF32X3 %s
@@ -50,10 +51,23 @@
 // outside it); each iteration stores the slice it carries, loads the next
 // (a uniform branch: none past K) and multiplies: 16 accumulators a thread,
 // each depth's 4 + 4 operands two 16-byte shared loads.
+// The tiles need 16 rows and, below 128 rows, 66 tiles or more (half the
+// H200's SMs): fewer take the warp kernel, whose rows past the first read
+// the weight from L2. Its one grid dimension has the rows fastest (block x:
+// row x mod M of outputs chunk x / M), so the rows that read one chunk of W
+// run together.
 // CHECK-LABEL: func.func @proj
 // CHECK: %[[ROWS:.*]] = memref.dim %arg0, %c0
+// CHECK: %[[COLS:.*]] = memref.dim %arg1, %c0
+// CHECK: %[[GRIDX:.*]] = arith.divui {{.*}}, %c64
+// CHECK: %[[GRIDY:.*]] = arith.divui {{.*}}, %c64
 // CHECK: %[[BIG:.*]] = arith.cmpi uge, %[[ROWS]], %c16
-// CHECK: scf.if %[[BIG]] {
+// CHECK: %[[TILES:.*]] = arith.muli %[[GRIDX]], %[[GRIDY]]
+// CHECK: %[[WIDE:.*]] = arith.cmpi uge, %[[TILES]], %c66
+// CHECK: %[[FULL:.*]] = arith.cmpi uge, %[[ROWS]], %c128
+// CHECK: %[[ENOUGH:.*]] = arith.ori %[[WIDE]], %[[FULL]]
+// CHECK: %[[TILED:.*]] = arith.andi %[[BIG]], %[[ENOUGH]]
+// CHECK: scf.if %[[TILED]] {
 // CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c256, {{.*}}) workgroup(%[[AS:.*]] : memref<16x68xf32, #gpu.address_space<workgroup>>, %[[WS:.*]] : memref<16x68xf32, #gpu.address_space<workgroup>>)
 // CHECK: %[[FIRST:.*]]:8 = scf.if %{{.*}} -> (f32, f32, f32, f32, f32, f32, f32, f32) {
 // CHECK: %[[ROW:.*]] = arith.minui
@@ -75,7 +89,12 @@
 // CHECK: memref.store {{.*}}, %arg2
 // CHECK: gpu.terminator
 // CHECK: } else {
-// CHECK: gpu.launch
+// CHECK: %[[CHUNKS:.*]] = arith.divui {{.*}}, %c8
+// CHECK: %[[BLOCKS:.*]] = arith.muli %[[CHUNKS]], %[[ROWS]]
+// CHECK: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[BLOCKS]], %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}})
+// CHECK: %[[ROW:.*]] = arith.remui %[[BX]], %[[ROWS]]
+// CHECK: %[[CHUNK:.*]] = arith.divui %[[BX]], %[[ROWS]]
+// CHECK: arith.muli %[[CHUNK]], %c8
 // The lane's depths four an iteration, their 8 loads before the 4 products
 // (added in the order of one at a time), then the rest one at a time.
 // CHECK: %[[GROUPS:.*]] = scf.for %{{.*}} = %{{.*}} to %[[END:.*]] step %c128{{.*}} iter_args
@@ -87,6 +106,12 @@
 // CHECK: gpu.terminator
 // CHECK-NOT: linalg.generic
 // CHECK-LABEL: func.func @other
+// With min-blocks=0 the rows alone choose.
+// ANY-BLOCKS-LABEL: func.func @proj
+// ANY-BLOCKS: %[[ROWS:.*]] = memref.dim %arg0, %c0
+// ANY-BLOCKS: %[[BIG:.*]] = arith.cmpi uge, %[[ROWS]], %c16
+// ANY-BLOCKS-NEXT: scf.if %[[BIG]] {
+// ANY-BLOCKS-NOT: arith.ori
 #a = affine_map<(d0, d1, d2) -> (d0, d2)>
 #b = affine_map<(d0, d1, d2) -> (d1, d2)>
 #c = affine_map<(d0, d1, d2) -> (d0, d1)>

@@ -98,6 +98,14 @@ cl::opt<std::string> tileMath("tile-math",
                               cl::desc("--target=cuda: the tiled products' arithmetic: f32 (SIMT cores, the default), "
                                        "tf32 or 3xtf32 (tensor cores, mma.sync; 3xtf32 about f32's accuracy)"),
                               cl::init("f32"), cl::cat(dsfCategory));
+cl::opt<long> tileMinBlocks("tile-min-blocks",
+                            cl::desc("--target=cuda: a product of 16-127 rows runs the warp kernel when its tiles "
+                                     "would be fewer than this (default 66, half the H200's SMs; 0: tiles from 16 rows)"),
+                            cl::init(66), cl::cat(dsfCategory));
+cl::opt<long> tileMinRowsPerExpert("tile-min-rows-per-expert",
+                                   cl::desc("--target=cuda: the routed experts run as tiles from this many rows an "
+                                            "expert on average (default 32), below as a warp per output"),
+                                   cl::init(32), cl::cat(dsfCategory));
 cl::opt<bool> noBatchDecode("no-batch-decode",
                             cl::desc("--target: leave out @batch_decode (one decode step for a batch of sequences, "
                                      "their state in slots updated in place; about a quarter of the compile time)"),
@@ -161,6 +169,8 @@ int compileArtifact(mlir::ModuleOp module, const dsf::ModelConfig &config,
   cudaOptions.emitPtx = emit == "ptx";
   cudaOptions.batchInvariant = batchInvariant;
   cudaOptions.tileMath = tileMath;
+  cudaOptions.tileMinBlocks = tileMinBlocks;
+  cudaOptions.tileMinRowsPerExpert = tileMinRowsPerExpert;
   if (cuda && !cudaOptions.emitPtx && !llvm::sys::fs::exists(cudaToolkit + "/bin/ptxas"))
     return error("--target=cuda: no ptxas in " + cudaToolkit + "/bin (give the toolkit with --cuda-toolkit)");
   if (failed(mlir::applyPassManagerCLOptions(toLlvm)) ||
@@ -253,6 +263,13 @@ int main(int argc, char **argv) {
     return error("--tile-math: unknown arithmetic '" + tileMath + "' (expected f32, tf32 or 3xtf32)");
   if (tileMath != "f32" && target != "cuda")
     return error("--tile-math chooses the kernels of --target=cuda");
+  if (tileMinBlocks < 0)
+    return error("--tile-min-blocks: expected a count of blocks >= 0, not " + std::to_string(tileMinBlocks));
+  if (tileMinRowsPerExpert < 0)
+    return error("--tile-min-rows-per-expert: expected a count of rows >= 0, not " +
+                 std::to_string(tileMinRowsPerExpert));
+  if ((tileMinBlocks.getNumOccurrences() || tileMinRowsPerExpert.getNumOccurrences()) && target != "cuda")
+    return error("--tile-min-blocks and --tile-min-rows-per-expert choose the kernels of --target=cuda");
 
   mlir::dsf::PipelineOptions pipelineOptions;
   pipelineOptions.kvQuant = !noKvQuant;

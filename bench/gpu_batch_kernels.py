@@ -1,0 +1,159 @@
+"""Question: which kernels should a batched decode step's products take, whose
+rows (8-64 tokens; 6 of them an expert on average at batch 8) are too few
+for 128 x 128 tiles? (issue 5b: decode step time at batch 8 and 64; the
+profile of bench/results/gpu-batch-decode.md: the routed experts' tiles 73 %
+of a batch of 8's step, the shared FFN's 18 tiles for 132 SMs at 64)
+
+Runs on the GPU machine over builds of one model made on the development
+machine, the first the anchor (the build before the change):
+  python3 bench/gpu_batch_kernels.py DSF_RUN OUT.md NAME=ART [NAME=ART ...] [--context N] [--batches 1,8,64]
+                                     [--profile-batch 8,64]
+
+For each build, the same random weights in the released formats
+(dsfa_tool.write_random_quantized) and the same --context-token prompt
+(default 2,048), prefilled once and decoded as each batch (dsf-run --batch;
+a step is the median of the 7 after the first, which captures its graph);
+then each --profile-batch step by dsf op (DSF_CUDA_PROFILE: every launch
+timed alone, no graph) with the builds side by side. The tokens each build
+prints are compared with the anchor's: another order of the same f32 sums,
+so argmax may differ only where two logits are within rounding.
+"""
+import datetime
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+
+args = sys.argv[1:]
+dsf_run, out_md = args[0], args[1]
+builds, context, batches, profile_batches = [], 2048, [1, 8, 64], []
+i = 2
+while i < len(args):
+    if args[i] == "--context":
+        context = int(args[i + 1])
+        i += 2
+    elif args[i] == "--batches":
+        batches = [int(n) for n in args[i + 1].split(",")]
+        i += 2
+    elif args[i] == "--profile-batch":
+        profile_batches = [int(n) for n in args[i + 1].split(",")]
+        i += 2
+    elif "=" in args[i]:
+        builds.append(tuple(args[i].split("=", 1)))
+        i += 1
+    else:
+        sys.exit(f"unknown argument {args[i]}")
+if not builds:
+    sys.exit("give at least one build as NAME=ARTIFACT")
+root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(root, "tools", "scripts"))
+import dsfa_tool  # noqa: E402
+
+work = "/tmp/dsf-batch-kernels"
+os.makedirs(work, exist_ok=True)
+env = dict(os.environ, CUDA_MODULE_LOADING="EAGER")
+lines = []
+
+
+def say(text=""):
+    """Prints a line and keeps the file up to date (a run stopped at its limit keeps what it had)."""
+    print(text, flush=True)
+    lines.append(text)
+    with open(out_md, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def run(artifact, weights, ids_path, extra, environment=None, timeout=900):
+    cmd = [dsf_run, artifact, "--weights", weights, "--prompt-ids", "@" + ids_path, "--timing"] + extra
+    r = subprocess.run(cmd, capture_output=True, text=True, env=dict(env, **(environment or {})), timeout=timeout)
+    if r.returncode:
+        raise RuntimeError(f"{' '.join(cmd)}: exit {r.returncode}\n{r.stderr[-3000:]}")
+    return r.stderr, r.stdout
+
+
+def batch_steps(stderr):
+    """{batch size: median step ms after the first}"""
+    return {int(m.group(1)): float(m.group(2))
+            for m in re.finditer(r"timing: batch of (\d+): \d+ steps .*?the others' median ([0-9.]+) ms", stderr)}
+
+
+def profile_by_op(path, steps):
+    """{dsf op: ms a step} over @batch_decode's kernels in a DSF_CUDA_PROFILE table."""
+    by_op = {}
+    for line in open(path):
+        m = re.match(r"\| (\S+) \(([^)]*)\) \| (\d+) \| ([0-9.]+) \|", line)
+        if not m or not m.group(1).startswith("batch_decode"):
+            continue
+        name = m.group(1).split("/", 1)[-1]
+        op = re.sub(r"_\d+$", "", name.partition("__")[2]) or name
+        by_op[op] = by_op.get(op, 0.0) + float(m.group(4)) / 1e3 / steps
+    return by_op
+
+
+try:
+    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm", "--format=csv,noheader"],
+                         capture_output=True, text=True).stdout.strip()
+except FileNotFoundError:
+    gpu = "no nvidia-smi"
+say(f"# Kernels for a batched decode step's products, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
+say()
+say(f"- machine: {gpu} (device tool)")
+say(f"- command: `python3 bench/gpu_batch_kernels.py DSF_RUN OUT.md {' '.join(args[2:])}`")
+say(f"- anchor: {builds[0][0]} ({os.path.basename(builds[0][1])}), in the same run")
+say()
+
+weights = os.path.join(work, "weights.safetensors")
+art = open(builds[0][1], "rb").read()
+manifest = dsfa_tool.manifest(art)
+if not os.path.exists(weights):
+    dsfa_tool.write_random_quantized(art, weights)
+del art
+rng = np.random.default_rng(11)
+ids_path = os.path.join(work, f"ids{context}")
+with open(ids_path, "w") as f:
+    f.write(",".join(map(str, rng.integers(0, manifest["vocab_size"], context))))
+
+batch_list = ",".join(map(str, batches))
+steps, tokens = {}, {}
+for name, artifact in builds:
+    err, out = run(artifact, weights, ids_path, ["--max-new-tokens", "9", "--batch", batch_list])
+    steps[name] = batch_steps(err)
+    tokens[name] = out.split()
+
+say(f"## Step time, a {context}-token prompt decoded as {batch_list} sequences")
+say()
+say("| batch | " + " | ".join(f"{n} ms" for n, _ in builds) + " | " +
+    " | ".join(f"{builds[0][0]} / {n}" for n, _ in builds[1:]) + " |")
+say("|---" * (2 * len(builds)) + "|")
+for batch in batches:
+    cells = [f"{steps[n].get(batch, float('nan')):.2f}" for n, _ in builds]
+    ratios = [f"x{steps[builds[0][0]][batch] / steps[n][batch]:.2f}" for n, _ in builds[1:]
+              if batch in steps[n] and batch in steps[builds[0][0]]]
+    say(f"| {batch} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
+say()
+for name, _ in builds[1:]:
+    a, b = tokens[builds[0][0]], tokens[name]
+    same = sum(x == y for x, y in zip(a, b))
+    say(f"- {name}'s printed tokens against {builds[0][0]}'s: {same} of {len(a)} sequences' lines equal")
+say()
+
+for profile_batch in profile_batches:
+    by_build = {}
+    for name, artifact in builds:
+        prof = os.path.join(work, f"profile-{name}-{profile_batch}.md")
+        run(artifact, weights, ids_path, ["--max-new-tokens", "5", "--batch", str(profile_batch)],
+            {"DSF_CUDA_PROFILE": prof})
+        by_build[name] = profile_by_op(prof, steps=4)
+    anchor = by_build[builds[0][0]]
+    ops = sorted(set().union(*by_build.values()), key=lambda op: -anchor.get(op, 0.0))
+    say(f"## A step of {profile_batch} sequences by dsf op (ms a step, all layers; DSF_CUDA_PROFILE, 4 steps, "
+        "each launch timed alone)")
+    say()
+    say("| dsf op | " + " | ".join(n for n, _ in builds) + " |")
+    say("|---" * (len(builds) + 1) + "|")
+    for op in ops[:14]:
+        say(f"| {op} | " + " | ".join(f"{by_build[n].get(op, 0.0):.2f}" for n, _ in builds) + " |")
+    say("| **all** | " + " | ".join(f"{sum(by_build[n].values()):.2f}" for n, _ in builds) + " |")
+    say()
