@@ -56,31 +56,19 @@ while i < len(args):
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(root, "tools", "scripts"))
 import dsfa_tool  # noqa: E402
+from batch_runs import Report, batch_steps, gpu_name, profile_by_op, run_dsf  # noqa: E402
 
 work = "/tmp/dsf-batch-bench"
 os.makedirs(work, exist_ok=True)
-env = dict(os.environ, CUDA_MODULE_LOADING="EAGER")
 HBM, SIMT, TENSOR = 4.4e12, 66.9e12, 790e12
-lines = []
-
-
-def say(text=""):
-    """Prints a line and keeps the file up to date (a run stopped at its limit keeps what it had)."""
-    print(text, flush=True)
-    lines.append(text)
-    with open(out_md, "w") as f:
-        f.write("\n".join(lines) + "\n")
+say = Report(out_md)
 
 
 def run(artifact, weights, ids, extra, environment=None, timeout=900):
     path = os.path.join(work, f"ids{len(ids)}")
     with open(path, "w") as f:
         f.write(",".join(map(str, ids)))
-    cmd = [dsf_run, artifact, "--weights", weights, "--prompt-ids", "@" + path, "--timing"] + extra
-    r = subprocess.run(cmd, capture_output=True, text=True, env=dict(env, **(environment or {})), timeout=timeout)
-    if r.returncode:
-        raise RuntimeError(f"{' '.join(cmd)}: exit {r.returncode}\n{r.stderr[-3000:]}")
-    return r.stderr, r.stdout
+    return run_dsf(dsf_run, artifact, weights, path, extra, environment, timeout)
 
 
 def single_decode_ms(stderr):
@@ -88,21 +76,7 @@ def single_decode_ms(stderr):
     return 1e3 * float(d.group(2)) / int(d.group(1))
 
 
-def batch_steps(stderr):
-    """{batch size: (median step ms after the first, first step ms, launches a step or None, graph replays)}"""
-    out = {}
-    for m in re.finditer(r"timing: batch of (\d+): (\d+) steps .*?first step ([0-9.]+) ms, the others' median "
-                         r"([0-9.]+) ms(?:; (\d+) GPU kernel launches a step)?(?:; CUDA graphs: (\d+) captured, "
-                         r"(\d+) steps replayed)?", stderr):
-        out[int(m.group(1))] = (float(m.group(4)), float(m.group(3)), m.group(5), m.group(7) or "0")
-    return out
-
-
-try:
-    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm", "--format=csv,noheader"],
-                         capture_output=True, text=True).stdout.strip()
-except FileNotFoundError:
-    gpu = "no nvidia-smi"
+gpu = gpu_name()
 say(f"# Batched decode steps and CUDA graphs, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
 say()
 say(f"- machine: {gpu} (device tool)")
@@ -231,23 +205,15 @@ if shaped:
         # batch's steps, by dsf op.
         prof = os.path.join(work, f"profile{profile_batch}.md")
         run(shaped, weights, ids, ["--max-new-tokens", "5", "--batch", str(profile_batch)], {"DSF_CUDA_PROFILE": prof})
-        by_op, steps_run = {}, 4
-        for line in open(prof):
-            m = re.match(r"\| (\S+) \(([^)]*)\) \| (\d+) \| ([0-9.]+) \|", line)
-            if not m or not (m.group(1).startswith("batch_decode") or m.group(1).startswith("batch_decode/")):
-                continue
-            name = m.group(1).split("/", 1)[-1]
-            op = re.sub(r"_\d+$", "", name.partition("__")[2]) or name
-            t = by_op.setdefault(op, [0, 0.0])
-            t[0] += int(m.group(3))
-            t[1] += float(m.group(4))
+        steps_run = 4
+        by_op = profile_by_op(prof, steps_run)
         total = sum(t[1] for t in by_op.values())
         say(f"### A step of {profile_batch} sequences by dsf op (DSF_CUDA_PROFILE, {steps_run} steps, kernels launched "
-            f"one by one): {total / 1e3 / steps_run:.1f} ms of kernel time a step")
+            f"one by one): {total:.1f} ms of kernel time a step")
         say()
         say("| dsf op (all layers) | launches a step | ms a step | share |")
         say("|---|---|---|---|")
-        for op, (launches, us) in sorted(by_op.items(), key=lambda kv: -kv[1][1])[:16]:
-            say(f"| {op} | {launches // steps_run} | {us / 1e3 / steps_run:.2f} | {100 * us / total:.1f} % |")
+        for op, (launches, ms) in sorted(by_op.items(), key=lambda kv: -kv[1][1])[:16]:
+            say(f"| {op} | {launches:.0f} | {ms:.2f} | {100 * ms / total:.1f} % |")
         say()
 

@@ -20,8 +20,6 @@ so argmax may differ only where two logits are within rounding.
 """
 import datetime
 import os
-import re
-import subprocess
 import sys
 
 import numpy as np
@@ -50,53 +48,18 @@ if not builds:
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(root, "tools", "scripts"))
 import dsfa_tool  # noqa: E402
+from batch_runs import Report, batch_steps, gpu_name, profile_by_op, run_dsf  # noqa: E402
 
 work = "/tmp/dsf-batch-kernels"
 os.makedirs(work, exist_ok=True)
-env = dict(os.environ, CUDA_MODULE_LOADING="EAGER")
-lines = []
+say = Report(out_md)
 
 
-def say(text=""):
-    """Prints a line and keeps the file up to date (a run stopped at its limit keeps what it had)."""
-    print(text, flush=True)
-    lines.append(text)
-    with open(out_md, "w") as f:
-        f.write("\n".join(lines) + "\n")
+def run(artifact, weights, ids_path, extra, environment=None):
+    return run_dsf(dsf_run, artifact, weights, ids_path, extra, environment)
 
 
-def run(artifact, weights, ids_path, extra, environment=None, timeout=900):
-    cmd = [dsf_run, artifact, "--weights", weights, "--prompt-ids", "@" + ids_path, "--timing"] + extra
-    r = subprocess.run(cmd, capture_output=True, text=True, env=dict(env, **(environment or {})), timeout=timeout)
-    if r.returncode:
-        raise RuntimeError(f"{' '.join(cmd)}: exit {r.returncode}\n{r.stderr[-3000:]}")
-    return r.stderr, r.stdout
-
-
-def batch_steps(stderr):
-    """{batch size: median step ms after the first}"""
-    return {int(m.group(1)): float(m.group(2))
-            for m in re.finditer(r"timing: batch of (\d+): \d+ steps .*?the others' median ([0-9.]+) ms", stderr)}
-
-
-def profile_by_op(path, steps):
-    """{dsf op: ms a step} over @batch_decode's kernels in a DSF_CUDA_PROFILE table."""
-    by_op = {}
-    for line in open(path):
-        m = re.match(r"\| (\S+) \(([^)]*)\) \| (\d+) \| ([0-9.]+) \|", line)
-        if not m or not m.group(1).startswith("batch_decode"):
-            continue
-        name = m.group(1).split("/", 1)[-1]
-        op = re.sub(r"_\d+$", "", name.partition("__")[2]) or name
-        by_op[op] = by_op.get(op, 0.0) + float(m.group(4)) / 1e3 / steps
-    return by_op
-
-
-try:
-    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm", "--format=csv,noheader"],
-                         capture_output=True, text=True).stdout.strip()
-except FileNotFoundError:
-    gpu = "no nvidia-smi"
+gpu = gpu_name()
 say(f"# Kernels for a batched decode step's products, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
 say()
 say(f"- machine: {gpu} (device tool)")
@@ -119,7 +82,7 @@ batch_list = ",".join(map(str, batches))
 steps, tokens = {}, {}
 for name, artifact in builds:
     err, out = run(artifact, weights, ids_path, ["--max-new-tokens", "9", "--batch", batch_list])
-    steps[name] = batch_steps(err)
+    steps[name] = {batch: step[0] for batch, step in batch_steps(err).items()}
     tokens[name] = out.split()
 
 say(f"## Step time, a {context}-token prompt decoded as {batch_list} sequences")
@@ -145,7 +108,7 @@ for profile_batch in profile_batches:
         prof = os.path.join(work, f"profile-{name}-{profile_batch}.md")
         run(artifact, weights, ids_path, ["--max-new-tokens", "5", "--batch", str(profile_batch)],
             {"DSF_CUDA_PROFILE": prof})
-        by_build[name] = profile_by_op(prof, steps=4)
+        by_build[name] = {op: ms for op, (_, ms) in profile_by_op(prof, steps=4).items()}
     anchor = by_build[builds[0][0]]
     ops = sorted(set().union(*by_build.values()), key=lambda op: -anchor.get(op, 0.0))
     say(f"## A step of {profile_batch} sequences by dsf op (ms a step, all layers; DSF_CUDA_PROFILE, 4 steps, "

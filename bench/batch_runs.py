@@ -1,0 +1,66 @@
+"""What the batched-decode benchmarks share (bench/gpu_batch_decode.py,
+bench/gpu_batch_kernels.py): a report kept up to date line by line, dsf-run
+invoked on a prompt file, and the figures read back from its --timing lines
+and DSF_CUDA_PROFILE tables."""
+import os
+import re
+import subprocess
+
+
+class Report:
+    """Markdown lines, printed as they come and rewritten to `path` after each, so that a run stopped at the
+    device's limit keeps what it had."""
+
+    def __init__(self, path):
+        self.path, self.lines = path, []
+
+    def __call__(self, text=""):
+        print(text, flush=True)
+        self.lines.append(text)
+        with open(self.path, "w") as f:
+            f.write("\n".join(self.lines) + "\n")
+
+
+def gpu_name():
+    try:
+        return subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm", "--format=csv,noheader"],
+                              capture_output=True, text=True).stdout.strip()
+    except FileNotFoundError:
+        return "no nvidia-smi"
+
+
+def run_dsf(dsf_run, artifact, weights, ids_path, extra, environment=None, timeout=900):
+    """dsf-run ARTIFACT on the prompt in `ids_path` with --timing and `extra`; (stderr, stdout), or an error with the
+    command and the end of its stderr. Modules load eagerly, so that no step pays for a kernel's first load."""
+    cmd = [dsf_run, artifact, "--weights", weights, "--prompt-ids", "@" + ids_path, "--timing"] + extra
+    env = dict(os.environ, CUDA_MODULE_LOADING="EAGER", **(environment or {}))
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    if r.returncode:
+        raise RuntimeError(f"{' '.join(cmd)}: exit {r.returncode}\n{r.stderr[-3000:]}")
+    return r.stderr, r.stdout
+
+
+def batch_steps(stderr):
+    """{batch size: (median step ms after the first, first step ms, launches a step or None, graph replays)}"""
+    out = {}
+    for m in re.finditer(r"timing: batch of (\d+): (\d+) steps .*?first step ([0-9.]+) ms, the others' median "
+                         r"([0-9.]+) ms(?:; (\d+) GPU kernel launches a step)?(?:; CUDA graphs: (\d+) captured, "
+                         r"(\d+) steps replayed)?", stderr):
+        out[int(m.group(1))] = (float(m.group(4)), float(m.group(3)), m.group(5), m.group(7) or "0")
+    return out
+
+
+def profile_by_op(path, steps):
+    """{dsf op: [launches a step, ms a step]} over @batch_decode's kernels in a DSF_CUDA_PROFILE table of `steps`
+    steps; a kernel's op is its name after the function's, less a trailing count."""
+    by_op = {}
+    for line in open(path):
+        m = re.match(r"\| (\S+) \(([^)]*)\) \| (\d+) \| ([0-9.]+) \|", line)
+        if not m or not m.group(1).startswith("batch_decode"):
+            continue
+        name = m.group(1).split("/", 1)[-1]
+        op = re.sub(r"_\d+$", "", name.partition("__")[2]) or name
+        t = by_op.setdefault(op, [0, 0.0])
+        t[0] += int(m.group(3)) / steps
+        t[1] += float(m.group(4)) / 1e3 / steps
+    return by_op
