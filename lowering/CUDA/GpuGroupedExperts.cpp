@@ -268,6 +268,12 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
     FailureOr<TileMath> tileMath = tileMathOption(getOperation(), getArgument(), math);
     if (failed(tileMath))
       return signalPassFailure();
+    if (minRowsPerExpert < 0) {
+      // Negative, the unsigned comparison against rows would never take the tiles.
+      getOperation()->emitError() << getArgument() << ": min-rows-per-expert must be a count of rows >= 0, not "
+                                  << static_cast<int64_t>(minRowsPerExpert);
+      return signalPassFailure();
+    }
     SmallVector<ExpertMatmul> found;
     bool bad = false;
     getOperation().walk([&](linalg::GenericOp g) {

@@ -147,6 +147,11 @@ struct GpuTiledMatmulPass : impl::GpuTiledMatmulBase<GpuTiledMatmulPass> {
     FailureOr<TileMath> tileMath = tileMathOption(getOperation(), getArgument(), math);
     if (failed(tileMath))
       return signalPassFailure();
+    if (minBlocks < 0) {
+      getOperation()->emitError() << getArgument() << ": min-blocks must be a count of tiles >= 0, not "
+                                  << static_cast<int64_t>(minBlocks);
+      return signalPassFailure();
+    }
     SmallVector<linalg::GenericOp> matmuls, grouped;
     getOperation().walk([&](linalg::GenericOp g) {
       if (insideKernel(g))
