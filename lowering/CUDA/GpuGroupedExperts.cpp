@@ -19,8 +19,9 @@
 //
 // Few rows (decode: fewer than min-rows, or fewer than
 // min-rows-per-expert times the experts) take a warp per output instead,
-// reading its row's expert directly. With batch-invariant, every row count takes the tiled
-// path, so a row's sums never depend on how many rows ran with it.
+// reading its row's expert directly. With batch-invariant, every row count
+// takes the tiled path, so a row's sums never depend on how many rows ran
+// with it.
 //
 //===----------------------------------------------------------------------===//
 #include "lowering/CUDA/TiledKernels.h"
