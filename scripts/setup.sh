@@ -8,7 +8,7 @@ build="${DSF_BUILD_DIR:-$root/build}"
 
 packages=(cmake ninja-build llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
           clang-22 lld-22 libgtest-dev nlohmann-json3-dev python3 python3-numpy
-          libhiredis-dev libxxhash-dev redis-server)
+          libhiredis-dev libxxhash-dev redis-server valgrind)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -49,6 +49,11 @@ if shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_o
 if config.dsf_have_hiredis and shutil.which("redis-server"):
     config.available_features.add("redis")
 
+# Memcheck over the CPU artifacts' compiled code (Debian's valgrind;
+# scripts/setup.sh installs it).
+if shutil.which("valgrind"):
+    config.available_features.add("valgrind")
+
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tools = [

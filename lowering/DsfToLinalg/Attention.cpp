@@ -805,8 +805,19 @@ Value sinkAttention(OpBuilder &b, Location loc, Value q, const QueryRows &rows, 
   if (cache) {
     Value columns;
     if (selection) {
-      entryIndex = selection;
-      columns = indexConst(b, loc, tensorType(selection).getDimSize(1));
+      // Every column of a selection over an empty cache (a 1-token prompt
+      // at ratio 2) is -1, and the -1 columns read entry 0, which then does
+      // not exist: the read was out of bounds, and its value times a weight
+      // of 0 was NaN whenever the memory past the cache held a NaN (a flaky
+      // batch of sequences). Without entries the selection has no columns.
+      Value k = indexConst(b, loc, tensorType(selection).getDimSize(1));
+      Value empty = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rows.entries, indexConst(b, loc, 0));
+      columns = arith::SelectOp::create(b, loc, empty, indexConst(b, loc, 0), k);
+      entryIndex = tensor::ExtractSliceOp::create(
+          b, loc, RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, b.getI32Type()), selection,
+          ValueRange{}, ValueRange{tokens, columns}, ValueRange{},
+          b.getDenseI64ArrayAttr({0, 0}), b.getDenseI64ArrayAttr({ShapedType::kDynamic, ShapedType::kDynamic}),
+          b.getDenseI64ArrayAttr({1, 1}));
     } else {
       columns = rows.entries;
       int64_t ratio = rows.ratio;

@@ -37,7 +37,13 @@ dsf.model @m attributes {family = "deepseek_v41", vocab_size = 16, hidden_size =
 // CHECK: return
 // CHECK: func.func private @dsf_attention_h1_d8_w4_k0_s3f000000(%{{.*}}: tensor<?x1x8xf32>, %{{.*}}: tensor<?x8xf32>, %{{.*}}: tensor<1xf32>) -> tensor<?x1x8xf32> attributes {dsf.attention = {heads = 1 : i64, k = 0 : i64, scale = 5.000000e-01 : f32, width = 8 : i64, window = 4 : i64}}
 // CHECK: math.exp
-// CHECK: func.func private @dsf_attention_h1_d8_w4_k2_s3f800000(%{{.*}}: tensor<?x1x8xf32>, %{{.*}}: tensor<?x8xf32>, %{{.*}}: tensor<?x8xf32>, %{{.*}}: tensor<?x2xi32>, %{{.*}}: tensor<1xf32>) -> tensor<?x1x8xf32> attributes {dsf.attention = {heads = 1 : i64, k = 2 : i64, scale = 1.000000e+00 : f32, width = 8 : i64, window = 4 : i64}}
+// CHECK: func.func private @dsf_attention_h1_d8_w4_k2_s3f800000(%{{.*}}: tensor<?x1x8xf32>, %{{.*}}: tensor<?x8xf32>, %[[CACHE:.*]]: tensor<?x8xf32>, %[[SEL:.*]]: tensor<?x2xi32>, %{{.*}}: tensor<1xf32>) -> tensor<?x1x8xf32> attributes {dsf.attention = {heads = 1 : i64, k = 2 : i64, scale = 1.000000e+00 : f32, width = 8 : i64, window = 4 : i64}}
+// Over an empty cache (every column -1) the selection has no columns: its
+// -1 columns would read entry 0, which does not exist.
+// CHECK: %[[ENTRIES:.*]] = tensor.dim %[[CACHE]], %c0
+// CHECK: %[[EMPTY:.*]] = arith.cmpi eq, %[[ENTRIES]], %c0
+// CHECK: %[[COLUMNS:.*]] = arith.select %[[EMPTY]], %c0{{.*}}, %c2 : index
+// CHECK: tensor.extract_slice %[[SEL]][0, 0] [%{{.*}}, %[[COLUMNS]]] [1, 1] : tensor<?x2xi32> to tensor<?x?xi32>
 // CHECK: math.exp
 !win = !dsf.window<size = 4, width = 8, #dsf.quant<f32>>
 !kv2 = !dsf.cache<kv, ratio = 2, width = 8, #dsf.quant<f32>>
