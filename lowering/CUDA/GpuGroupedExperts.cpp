@@ -111,14 +111,14 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
     // and a warp per (row, output) reading its row's expert is faster (the
     // rows of one weight chunk run together: its reads past the first come
     // from L2).
-    Value grouped = arith::ConstantIntOp::create(b, loc, 1, 1).getResult();
-    if (!batchInvariant) {
-      auto atLeast = [&](Value v, Value bound) {
-        return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, v, bound).getResult();
-      };
-      grouped = arith::AndIOp::create(b, loc, atLeast(rows, idx(b, minRows)),
-                                      atLeast(rows, arith::MulIOp::create(b, loc, E, idx(b, minRowsPerExpert))));
-    }
+    auto atLeast = [&](Value v, Value bound) {
+      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, v, bound).getResult();
+    };
+    Value grouped =
+        batchInvariant ? arith::ConstantIntOp::create(b, loc, 1, 1).getResult()
+                       : arith::AndIOp::create(b, loc, atLeast(rows, idx(b, minRows)),
+                                               atLeast(rows, arith::MulIOp::create(b, loc, E, idx(b, minRowsPerExpert))))
+                             .getResult();
     auto choice = scf::IfOp::create(b, loc, TypeRange{}, grouped, /*withElse=*/true);
     const GemmTile tile = gemmTile(tileMath, N);
     {

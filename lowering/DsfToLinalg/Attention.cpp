@@ -813,11 +813,10 @@ Value sinkAttention(OpBuilder &b, Location loc, Value q, const QueryRows &rows, 
       Value k = indexConst(b, loc, tensorType(selection).getDimSize(1));
       Value empty = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rows.entries, indexConst(b, loc, 0));
       columns = arith::SelectOp::create(b, loc, empty, indexConst(b, loc, 0), k);
-      entryIndex = tensor::ExtractSliceOp::create(
-          b, loc, RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, b.getI32Type()), selection,
-          ValueRange{}, ValueRange{tokens, columns}, ValueRange{},
-          b.getDenseI64ArrayAttr({0, 0}), b.getDenseI64ArrayAttr({ShapedType::kDynamic, ShapedType::kDynamic}),
-          b.getDenseI64ArrayAttr({1, 1}));
+      OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+      entryIndex = tensor::ExtractSliceOp::create(b, loc, selection, ArrayRef<OpFoldResult>{zero, zero},
+                                                  ArrayRef<OpFoldResult>{tokens, columns},
+                                                  ArrayRef<OpFoldResult>{one, one});
     } else {
       columns = rows.entries;
       int64_t ratio = rows.ratio;
