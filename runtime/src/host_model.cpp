@@ -260,6 +260,33 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
   return run(entryName, ids, fresh, logits, firstRow, error);
 }
 
+bool HostModel::extend(const std::vector<int32_t> &ids, int64_t chunk, Sequence &sequence, std::vector<float> &logits,
+                       int64_t &firstRow, std::string &error,
+                       const std::function<void(const std::vector<float> &, int64_t)> &eachCall) const {
+  if (ids.empty()) {
+    error = "the prompt is empty";
+    return false;
+  }
+  if (chunk < 0) {
+    error = "a chunk of " + std::to_string(chunk) + " tokens";
+    return false;
+  }
+  size_t step = chunk == 0 ? ids.size() : size_t(chunk);
+  for (size_t at = 0; at < ids.size(); at += step) {
+    std::vector<int32_t> part(ids.begin() + long(at), ids.begin() + long(std::min(ids.size(), at + step)));
+    const char *entry = sequence.length == 0 ? "prefill" : "decode";
+    if (!run(entry, part, sequence, logits, firstRow, error)) {
+      if (step < ids.size())
+        error = "tokens " + std::to_string(at) + ".." + std::to_string(at + part.size() - 1) + " (@" + entry +
+                "): " + error;
+      return false;
+    }
+    if (eachCall)
+      eachCall(logits, firstRow);
+  }
+  return true;
+}
+
 bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &ids, Sequence &sequence,
                     std::vector<float> &logits, int64_t &firstRow, std::string &error) const {
   const Bound *bound = this->bound(entryName, error);

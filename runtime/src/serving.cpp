@@ -150,6 +150,8 @@ bool Server::request(const std::string &session, const std::vector<int32_t> &ids
     int64_t next = n;
     if (options_.store)
       next = std::min(n, (have / options_.store->blockTokens() + 1) * options_.store->blockTokens());
+    if (options_.prefillChunk > 0)
+      next = std::min(next, have + options_.prefillChunk);
     std::vector<int32_t> piece(ids.begin() + have, ids.begin() + next);
     int64_t firstRow = 0;
     if (!model_.run(have == 0 ? "prefill" : "decode", piece, sequence, logits, firstRow, error))

@@ -2,7 +2,7 @@
 //
 //   dsf-run model.dsfa --weights PATH --prompt-ids 1,2,3 [--max-new-tokens N]
 //           [--temperature T --top-p P --seed S] [--dump-logits FILE.safetensors]
-//           [--then-ids 4,5,6 [--chunk K]] [--timing [--warmup N]]
+//           [--then-ids 4,5,6 [--chunk K]] [--prefill-chunk C] [--timing [--warmup N]]
 //   (--prompt-ids and --then-ids @FILE read the list from FILE; --timing prints prefill and
 //   decode times and rates, and on the GPU the kernel launches of the prefill
 //   and of a decode call; --warmup N
@@ -12,7 +12,10 @@
 // Loads and validates the artifact and the checkpoint, runs the prefill entry
 // point over the prompt, then the decode entry point, which continues the
 // sequence from the state the previous call returned (windows, caches,
-// compressors' pending rows): first over --then-ids, given tokens fed K at a
+// compressors' pending rows). --prefill-chunk C runs the prompt C tokens a
+// call (prefill over the first C, decode over the rest C at a time: a long
+// prompt's activations and logits are then a chunk's); decode goes on first
+// over --then-ids, given tokens fed K at a
 // time, then one generated token at a time, up to N (greedy unless
 // --temperature > 0), printing the generated ids. --dump-logits writes the
 // logits of every row computed ([rows, vocab] f32, "logits": the prompt's, or
@@ -64,11 +67,11 @@ void usage() {
   std::fprintf(stderr,
                "usage: dsf-run MODEL.dsfa --weights PATH --prompt-ids ID,ID,... [--max-new-tokens N]\n"
                "               [--temperature T] [--top-p P] [--seed S] [--dump-logits FILE.safetensors]\n"
-               "               [--then-ids ID,ID,... [--chunk K]] [--timing [--warmup N]]\n"
+               "               [--then-ids ID,ID,... [--chunk K]] [--prefill-chunk C] [--timing [--warmup N]]\n"
                "       dsf-run MODEL.dsfa --weights PATH (--prompt-ids ... | --multi-turn < PROMPTS) [--session ID]\n"
                "               [--cache-dir DIR [--cache-block N] [--cache-max-bytes B] [--cache-ttl S]]\n"
                "               [--replay approx|exact] [--pool redis://HOST:PORT[/DB]] [--window-ttl S] [--pool-max-bytes B]\n"
-               "               [--stats] [--stats-json FILE]\n"
+               "               [--prefill-chunk C] [--stats] [--stats-json FILE]\n"
                "       dsf-run MODEL.dsfa --weights PATH (--prompt-ids ... --batch N | --batch-prompts FILE)\n"
                "               [--max-new-tokens N] [--temperature T] [--top-p P] [--seed S] [--dump-logits F] [--timing]\n");
 }
@@ -348,7 +351,7 @@ int runBatch(const HostModel &model, const std::vector<std::vector<int32_t>> &pr
 int serve(const Artifact &artifact, const WeightSource &weights, const HostModel &model, std::vector<int32_t> prompt,
           bool multiTurn, const std::string &session, const std::string &cacheDir, long long cacheBlock,
           long long cacheMaxBytes, long long cacheTtl, const std::string &poolUrl, long long windowTtl,
-          long long poolMaxBytes, bool exactReplay,
+          long long poolMaxBytes, bool exactReplay, long long prefillChunk,
           long long maxNew, double temperature, double topP, long long seed, bool printStats,
           const std::string &statsJson, const std::string &dumpPath, const std::string &artifactPath) {
   const Manifest &m = model.manifest();
@@ -388,6 +391,7 @@ int serve(const Artifact &artifact, const WeightSource &weights, const HostModel
   options.store = store.get();
   options.pool = pool.get();
   options.exactReplay = exactReplay;
+  options.prefillChunk = prefillChunk;
   Server server(model, options);
   std::mt19937_64 rng(static_cast<uint64_t>(seed));
   auto picker = [&](const float *row) { return pick(row, m.vocabSize, temperature, topP, rng); };
@@ -452,7 +456,7 @@ int serve(const Artifact &artifact, const WeightSource &weights, const HostModel
 
 int main(int argc, char **argv) {
   std::string artifactPath, weightsPath, promptText, dumpPath, thenText, error;
-  long long maxNew = 0, seed = 0, chunk = 1;
+  long long maxNew = 0, seed = 0, chunk = 1, prefillChunk = 0;
   std::string cacheDir, session, statsJson, replay = "approx";
   long long cacheBlock = 0, cacheMaxBytes = 0, cacheTtl = 4 * 3600, windowTtl = 300, poolMaxBytes = 1ll << 32;
   std::string poolUrl;   // empty: the in-process host pool
@@ -497,6 +501,9 @@ int main(int argc, char **argv) {
     } else if (a == "--chunk") {
       if (!value(v) || !parseInt(v, chunk) || chunk < 1)
         return fail("--chunk needs a count >= 1");
+    } else if (a == "--prefill-chunk") {
+      if (!value(v) || !parseInt(v, prefillChunk) || prefillChunk < 1)
+        return fail("--prefill-chunk needs a token count >= 1");
     } else if (a == "--batch") {
       // N, or N,M,...: batches of each size one after another, from one
       // prefill (to measure several sizes in one process).
@@ -567,8 +574,9 @@ int main(int argc, char **argv) {
     return fail("an artifact, --weights and --prompt-ids (or --multi-turn, or --batch-prompts) are required");
   }
   if (batched && (multiTurn || !cacheDir.empty() || !session.empty() || !poolUrl.empty() || !thenText.empty() ||
-                  warmup > 0))
-    return fail("--batch and --batch-prompts do not combine with the cache tiers, --then-ids or --warmup");
+                  warmup > 0 || prefillChunk > 0))
+    return fail("--batch and --batch-prompts do not combine with the cache tiers, --then-ids, --prefill-chunk or "
+                "--warmup");
   if (batchCopies > 0 && !batchPromptsPath.empty())
     return fail("--batch copies --prompt-ids; --batch-prompts lists the prompts: give one of them");
   if (!batchPromptsPath.empty() && !promptText.empty())
@@ -645,7 +653,7 @@ int main(int argc, char **argv) {
   }
   if (serving)
     return serve(*artifact, *weights, *model, multiTurn ? std::vector<int32_t>() : ids, multiTurn, session, cacheDir,
-                 cacheBlock, cacheMaxBytes, cacheTtl, poolUrl, windowTtl, poolMaxBytes, replay == "exact", maxNew,
+                 cacheBlock, cacheMaxBytes, cacheTtl, poolUrl, windowTtl, poolMaxBytes, replay == "exact", prefillChunk, maxNew,
                  temperature, topP, seed, stats, statsJson, dumpPath, artifactPath);
   if (int64_t(ids.size() + thenIds.size()) + maxNew > m.maxPositions)
     return fail("prompt (" + std::to_string(ids.size()) + " tokens)" +
@@ -655,6 +663,8 @@ int main(int argc, char **argv) {
   bool canDecode = m.entry("decode") && model->continues("decode");
   if (!canDecode && (!thenIds.empty() || maxNew > 1))
     return fail(artifactPath + " has no decode entry point that continues a sequence");
+  if (!canDecode && prefillChunk > 0 && prefillChunk < int64_t(ids.size()))
+    return fail("--prefill-chunk: " + artifactPath + " has no decode entry point that continues a sequence");
 
   // Every row computed, for --dump-logits.
   std::vector<float> allLogits, logits;
@@ -670,17 +680,20 @@ int main(int argc, char **argv) {
   int64_t firstRow = 0;
   for (long long i = 0; i < warmup; ++i) {
     Sequence scratch;
-    if (!model->run("prefill", ids, scratch, logits, firstRow, error))
+    if (!model->extend(ids, prefillChunk, scratch, logits, firstRow, error))
       return fail(error);
   }
   uint64_t launchesBefore = HostModel::kernelLaunches();
   auto prefillStart = std::chrono::steady_clock::now();
-  if (!model->run("prefill", ids, sequence, logits, firstRow, error))
+  int64_t prefillCalls = 0;
+  if (!model->extend(ids, prefillChunk, sequence, logits, firstRow, error, [&](const std::vector<float> &, int64_t row) {
+        keep(row);
+        ++prefillCalls;
+      }))
     return fail(error);
   double prefillSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - prefillStart).count();
   uint64_t prefillLaunches = HostModel::kernelLaunches() - launchesBefore;
   progress.done("prefill");
-  keep(firstRow);
   for (size_t at = 0; at < thenIds.size(); at += size_t(chunk)) {
     std::vector<int32_t> part(thenIds.begin() + long(at), thenIds.begin() + long(std::min(thenIds.size(), at + size_t(chunk))));
     if (!model->run("decode", part, sequence, logits, firstRow, error))
@@ -712,6 +725,8 @@ int main(int argc, char **argv) {
   if (timing) {
     std::fprintf(stderr, "dsf-run: timing: prefill %zu tokens %.6f s (%.1f tokens/s)", ids.size(), prefillSeconds,
                  double(ids.size()) / prefillSeconds);
+    if (prefillCalls > 1)
+      std::fprintf(stderr, " in %lld calls of %lld tokens", static_cast<long long>(prefillCalls), prefillChunk);
     // The tokens that went through the decode entry point (the last one
     // generated is picked, not run).
     if (maxNew > 1)

@@ -13,6 +13,7 @@
 #include "dsf/codecs.h"
 #include "dsf/weights.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -104,6 +105,20 @@ public:
   /// carries of the whole sequence and empty windows, it rebuilds the windows.
   bool run(const std::string &entry, const std::vector<int32_t> &ids, Sequence &sequence,
            std::vector<float> &logits, int64_t &firstRow, std::string &error) const;
+
+  /// Runs `ids` as the next tokens of `sequence` in calls of at most `chunk`
+  /// tokens (0: one call): "prefill" for the first call of an empty
+  /// sequence, "decode" for the others (chunked prefill: a long prompt's
+  /// activations, the indexer's [tokens, heads, entries] scores and the
+  /// logits are then those of `chunk` tokens, not of the whole prompt;
+  /// decode computes every row, exactly). After each call `logits` holds
+  /// that call's rows and `firstRow` the first one's position, and
+  /// `eachCall` (if given) sees them; on return they are the last call's.
+  /// On failure the sequence holds the calls that completed (its length says
+  /// how many tokens) and the error names the failing call's tokens.
+  bool extend(const std::vector<int32_t> &ids, int64_t chunk, Sequence &sequence, std::vector<float> &logits,
+              int64_t &firstRow, std::string &error,
+              const std::function<void(const std::vector<float> &logits, int64_t firstRow)> &eachCall = {}) const;
 
   /// Gives every state tensor of the sequence host `values`: copies the
   /// device-resident ones out (one transfer a tensor, one wait; the device

@@ -40,6 +40,9 @@ struct ServeOptions {
   PrefixStore *store = nullptr;
   HostPool *pool = nullptr;
   bool exactReplay = false;
+  /// The most tokens a call computes (0: no bound): a long prompt's rest in
+  /// chunks (HostModel::extend), within the store's block-aligned pieces.
+  int64_t prefillChunk = 0;
 };
 
 class Server {
