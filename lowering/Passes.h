@@ -42,7 +42,7 @@ struct CudaPipelineOptions {
   std::string toolkit = "/usr/local/cuda";   // ptxas for the cubins
   bool emitPtx = false;                      // stop at PTX (--emit=ptx)
   bool batchInvariant = false;               // one summation order whatever the rows (--batch-invariant)
-  std::string tileMath = "f32";              // the tiled kernels' arithmetic (--tile-math): f32, tf32, 3xtf32
+  std::string tileMath = "f32";              // the tiled kernels' arithmetic (--tile-math): f32, tf32, 3xtf32, bf16
   int64_t tileMinBlocks = 66;                // dsf-gpu-tiled-matmul min-blocks (--tile-min-blocks)
   int64_t tileMinRowsPerExpert = 32;         // dsf-gpu-grouped-experts min-rows-per-expert
 };

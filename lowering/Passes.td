@@ -210,7 +210,7 @@ def GpuTiledMatmul : Pass<"dsf-gpu-tiled-matmul", "::mlir::ModuleOp"> {
                  Option<"batchInvariant", "batch-invariant", "bool", "false",
                         "Sum in one order whatever the number of rows">,
                  Option<"math", "math", "std::string", "\"f32\"",
-                        "The tiled kernel's arithmetic: f32 (SIMT), tf32 or 3xtf32 (tensor cores, mma.sync)">];
+                        "The tiled kernel's arithmetic: f32 (SIMT), tf32, 3xtf32 or bf16 (tensor cores, mma.sync)">];
   let dependentDialects = ["::mlir::NVVM::NVVMDialect", "::mlir::LLVM::LLVMDialect", "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::vector::VectorDialect"];
 }
@@ -241,7 +241,7 @@ def GpuGroupedExperts : Pass<"dsf-gpu-grouped-experts", "::mlir::ModuleOp"> {
                  Option<"batchInvariant", "batch-invariant", "bool", "false",
                         "Sum in one order whatever the number of rows">,
                  Option<"math", "math", "std::string", "\"f32\"",
-                        "The tiled kernel's arithmetic: f32 (SIMT), tf32 or 3xtf32 (tensor cores, mma.sync)">];
+                        "The tiled kernel's arithmetic: f32 (SIMT), tf32, 3xtf32 or bf16 (tensor cores, mma.sync)">];
   let dependentDialects = ["::mlir::NVVM::NVVMDialect", "::mlir::LLVM::LLVMDialect", "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::linalg::LinalgDialect",
                            "::mlir::vector::VectorDialect"];
@@ -297,7 +297,7 @@ def GpuBatchedContraction : Pass<"dsf-gpu-batched-contraction", "::mlir::ModuleO
   }];
   let options = [Option<"minRows", "min-rows", "int64_t", "16", "Static rows (heads) from which the tiled kernel runs">,
                  Option<"math", "math", "std::string", "\"f32\"",
-                        "The tiled kernel's arithmetic: f32 (SIMT), tf32 or 3xtf32 (tensor cores, mma.sync)">];
+                        "The tiled kernel's arithmetic: f32 (SIMT), tf32, 3xtf32 or bf16 (tensor cores, mma.sync)">];
   let dependentDialects = ["::mlir::NVVM::NVVMDialect", "::mlir::LLVM::LLVMDialect", "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::affine::AffineDialect", "::mlir::vector::VectorDialect"];
 }

@@ -5,8 +5,8 @@
 // product for few rows, built directly as gpu.launch ops so that the rest of
 // the CUDA pipeline (outlining, NVVM, ptxas) treats them like any other
 // kernel; and the helpers that rewrite a generic's body into a kernel.
-// The tiled kernel also runs on the tensor cores (mma.sync m16n8k8 tf32,
-// TileMath): the same staging, a warp per 16 x 32 of the tile.
+// The tiled kernel also runs on the tensor cores (mma.sync m16n8k8 tf32 or
+// m16n8k16 bf16, TileMath): the same staging, a warp per 16 x 32 of the tile.
 //
 //===----------------------------------------------------------------------===//
 #include "lowering/CUDA/TiledKernels.h"
@@ -107,13 +107,15 @@ std::optional<TileMath> parseTileMath(llvm::StringRef name) {
     return TileMath::Tf32;
   if (name == "3xtf32")
     return TileMath::Tf32x3;
+  if (name == "bf16")
+    return TileMath::Bf16;
   return std::nullopt;
 }
 
 FailureOr<TileMath> tileMathOption(Operation *op, llvm::StringRef pass, llvm::StringRef value) {
   if (std::optional<TileMath> math = parseTileMath(value))
     return *math;
-  return op->emitError() << pass << ": unknown math '" << value << "' (f32, tf32 or 3xtf32)";
+  return op->emitError() << pass << ": unknown math '" << value << "' (f32, tf32, 3xtf32 or bf16)";
 }
 
 namespace {
@@ -183,6 +185,48 @@ SmallVector<Value> mmaStep(OpBuilder &o, Location l, TileMath math, Value As, Va
   }
   return next;
 }
+/// TileMath::Bf16's step: the whole 16-deep slice in one mma.m16n8k16 .bf16
+/// per n-tile. The slices are staged as pairs of depths, [8][72] i32 of two
+/// bf16 each (depth 2p in the low half): PTX's fragments for this shape are
+/// A (g, 2t..2t+1), (g + 8, 2t..), (g, 2t + 8..), (g + 8, 2t + 8..) and B
+/// (k 2t..2t+1, n g), (k 2t + 8.., n g), so a lane reads pair rows t and
+/// t + 4, and a row of 72 words puts the 32 lanes in 32 banks. C is laid out
+/// as for tf32.
+SmallVector<Value> mmaStepBf16(OpBuilder &o, Location l, Value As, Value Ws, const MmaTile &w, ValueRange acc) {
+  MLIRContext *ctx = o.getContext();
+  auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(o, l, v).getResult(); };
+  auto add = [&](Value a, Value b) { return arith::AddIOp::create(o, l, a, b).getResult(); };
+  auto load = [&](Value buf, Value p, Value x) { return memref::LoadOp::create(o, l, buf, ValueRange{p, x}).getResult(); };
+  Type result = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(4, o.getF32Type()));
+  Value t4 = add(w.t, c(4));
+  Value r = add(w.rowBase, w.g), r8 = add(r, c(8));
+  SmallVector<Value> a{load(As, w.t, r), load(As, w.t, r8), load(As, t4, r), load(As, t4, r8)};
+  SmallVector<Value> next;
+  for (int64_t j = 0; j < 4; ++j) {
+    Value n = add(add(w.colBase, c(8 * j)), w.g);
+    SmallVector<Value> cAcc(acc.begin() + 4 * j, acc.begin() + 4 * j + 4);
+    Value d = NVVM::MmaOp::create(o, l, result, a, ValueRange{load(Ws, w.t, n), load(Ws, t4, n)}, cAcc,
+                                  ArrayRef<int64_t>{16, 8, 16}, std::nullopt, std::nullopt,
+                                  std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16, NVVM::MMATypes::bf16},
+                                  std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row, NVVM::MMALayout::col})
+                  .getResult();
+    for (int64_t i = 0; i < 4; ++i)
+      next.push_back(LLVM::ExtractValueOp::create(o, l, d, ArrayRef<int64_t>{i}).getResult());
+  }
+  return next;
+}
+
+/// Two f32 values rounded to bf16 (to nearest even) in one i32, `lo` in the
+/// low half: an mma operand register.
+Value packBf16x2(OpBuilder &o, Location l, Value lo, Value hi) {
+  Type i32 = o.getI32Type();
+  auto bits = [&](Value x) {
+    Value h = arith::TruncFOp::create(o, l, o.getBF16Type(), x);
+    return arith::ExtUIOp::create(o, l, i32, arith::BitcastOp::create(o, l, o.getI16Type(), h)).getResult();
+  };
+  Value sixteen = arith::ConstantIntOp::create(o, l, i32, 16);
+  return arith::OrIOp::create(o, l, bits(lo), arith::ShLIOp::create(o, l, bits(hi), sixteen)).getResult();
+}
 } // namespace
 
 GemmTile gemmTile(TileMath math, Value N) {
@@ -201,6 +245,8 @@ void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
   auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
   Value one = idx(1);
   const bool tensorCores = g.math != TileMath::F32;
+  // bf16 operands are staged as pairs of depths in one i32 (mmaStepBf16).
+  const bool pairs = g.math == TileMath::Bf16;
   const int64_t tileRows = g.tile.rows, tileCols = g.tile.cols;
   assert((!tensorCores || (tileRows == 64 && tileCols == 64)) && "the mma warps cover a 64 x 64 tile");
   assert(tileRows % kSide == 0 && tileCols % kSide == 0 && "4-wide groups of a 16 x 16 thread grid");
@@ -210,8 +256,8 @@ void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
   // mmaStep).
   const int64_t padA = tileRows + (tensorCores ? 8 : 4), padW = tileCols + (tensorCores ? 8 : 4);
   auto sharedType = [&](int64_t row) {
-    return MemRefType::get({kDepth, row}, b.getF32Type(), MemRefLayoutAttrInterface{},
-                           gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+    return MemRefType::get({pairs ? kDepth / 2 : kDepth, row}, pairs ? Type(b.getI32Type()) : Type(b.getF32Type()),
+                           MemRefLayoutAttrInterface{}, gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
   };
   auto launch = gpu::LaunchOp::create(b, loc, g.gridX, g.gridY, g.gridZ ? g.gridZ : one, idx(kThreads), one, one,
                                       nullptr, nullptr, ValueRange{}, TypeRange{sharedType(padA), sharedType(padW)});
@@ -244,11 +290,21 @@ void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
   // A slice: A's rows [row0, +tileRows) and W's rows [col0, +tileCols) at
   // depths [k0, +16), consecutive threads on consecutive depths. Thread
   // `tid` stages element tid + 256 i of each; the same rows every slice.
-  // Out-of-range elements are read at a clamped, valid position (no branch
-  // around the load) and replaced by 0, as the products past the edges
-  // must be.
+  // Staged as bf16 pairs, thread `tid` takes both depths of pair
+  // tid + 256 (i / 2) (row p / 8, depths 2 (p mod 8) and the next), so that
+  // it packs them itself. Out-of-range elements are read at a clamped,
+  // valid position (no branch around the load) and replaced by 0, as the
+  // products past the edges must be.
   const int64_t perThreadA = tileRows * kDepth / kThreads, perThreadW = tileCols * kDepth / kThreads;
   auto stagedAt = [&](OpBuilder &o, int64_t i) {
+    if (pairs) {
+      Value p = arith::AddIOp::create(o, loc, tid, c(o, (i / 2) * kThreads));
+      Value pairInRow = arith::RemUIOp::create(o, loc, p, c(o, kDepth / 2));
+      return std::make_pair(arith::DivUIOp::create(o, loc, p, c(o, kDepth / 2)).getResult(),
+                            arith::AddIOp::create(o, loc, arith::MulIOp::create(o, loc, pairInRow, c(o, 2)),
+                                                  c(o, i % 2))
+                                .getResult());
+    }
     Value e = arith::AddIOp::create(o, loc, tid, c(o, i * kThreads));
     return std::make_pair(arith::DivUIOp::create(o, loc, e, c(o, kDepth)).getResult(),
                           arith::RemUIOp::create(o, loc, e, c(o, kDepth)).getResult());
@@ -285,6 +341,21 @@ void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
     return SmallVector<Value>(branch.getResults());
   };
   auto storeSlice = [&](OpBuilder &o, ValueRange values) {
+    if (pairs) {
+      // Element i and i + 1 are one pair's depths (stagedAt): packed here,
+      // after the loop's products, so that the loads stay in flight.
+      auto storePairs = [&](Value buffer, int64_t count, int64_t first) {
+        for (int64_t i = 0; i < count; i += 2) {
+          auto [r, dd] = stagedAt(o, i);
+          Value pair = arith::DivUIOp::create(o, loc, dd, c(o, 2));
+          memref::StoreOp::create(o, loc, packBf16x2(o, loc, values[size_t(first + i)], values[size_t(first + i + 1)]),
+                                  buffer, ValueRange{pair, r});
+        }
+      };
+      storePairs(As, perThreadA, 0);
+      storePairs(Ws, perThreadW, perThreadA);
+      return;
+    }
     for (int64_t i = 0; i < perThreadA; ++i) {
       auto [r, dd] = stagedAt(o, i);
       memref::StoreOp::create(o, loc, values[size_t(i)], As, ValueRange{dd, r});
@@ -339,7 +410,9 @@ void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
         gpu::BarrierOp::create(o, l);
         SmallVector<Value> next = loadSlice(o, arith::AddIOp::create(o, l, k0, c(o, kDepth)));
         SmallVector<Value> sums(carried.begin(), carried.begin() + accumulators);
-        if (tensorCores) {
+        if (pairs) {
+          sums = mmaStepBf16(o, l, As, Ws, warpTile, sums);
+        } else if (tensorCores) {
           for (int64_t k8 = 0; k8 < kDepth; k8 += 8)
             sums = mmaStep(o, l, g.math, As, Ws, c(o, k8), warpTile, sums);
         } else {

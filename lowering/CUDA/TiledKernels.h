@@ -41,8 +41,12 @@ TileRows tileRowsUpTo(Value M, int64_t tileRows);
 /// operand to tf32 (10 mantissa bits; a relative error around 1e-3 on long
 /// sums), `Tf32x3` splits each into a tf32 high and a tf32 low part and adds
 /// the three products that matter (hi*hi + hi*lo + lo*hi), about f32's
-/// accuracy at a third of the tensor-core rate.
-enum class TileMath { F32, Tf32, Tf32x3 };
+/// accuracy at a third of the tensor-core rate. `Bf16` rounds each operand
+/// to bf16 as it is staged (8 mantissa bits: exact for a weight declared
+/// bf16, a relative error around 4e-3 on an activation) and multiplies with
+/// mma.sync m16n8k16 (f32 accumulation): twice the depth a tensor-core
+/// instruction of tf32 and half its shared-memory bytes.
+enum class TileMath { F32, Tf32, Tf32x3, Bf16 };
 /// Whether `op` is device code already (in a kernel module or a launch's
 /// body): the CUDA passes rewrite only the host's generics.
 bool insideKernel(Operation *op);
@@ -70,7 +74,7 @@ linalg::FillOp fillBefore(linalg::GenericOp g, Value buffer);
 /// sum) is still one order for any launch shape.
 Value warpAllReduce(OpBuilder &b, Location loc, Value v, function_ref<Value(OpBuilder &, Value, Value)> combine);
 
-/// "f32", "tf32", "3xtf32".
+/// "f32", "tf32", "3xtf32", "bf16".
 std::optional<TileMath> parseTileMath(llvm::StringRef name);
 /// A pass's `math` option, or an error on `op` naming the pass and the value.
 FailureOr<TileMath> tileMathOption(Operation *op, llvm::StringRef pass, llvm::StringRef value);

@@ -214,7 +214,6 @@ struct CompressLowering : DsfPattern<CompressOp> {
   using DsfPattern::DsfPattern;
   LogicalResult matchAndRewrite(CompressOp op, OpAdaptor adaptor, ConversionPatternRewriter &b) const override {
     Location loc = op.getLoc();
-    MLIRContext *ctx = b.getContext();
     Value x = adaptor.getInput();
     CompressorKind kind = op.getKind();
     int64_t ratio = op.getRatio();

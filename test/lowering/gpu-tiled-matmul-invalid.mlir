@@ -1,16 +1,16 @@
 // RUN: dsf-opt %s --dsf-gpu-tiled-matmul="math=fp16" -verify-diagnostics
-// RUN: not dsf-opt %s --dsf-gpu-grouped-experts="math=bf16" 2>&1 | FileCheck --check-prefix=EXPERTS %s
+// RUN: not dsf-opt %s --dsf-gpu-grouped-experts="math=fp8" 2>&1 | FileCheck --check-prefix=EXPERTS %s
 // RUN: not dsf-opt %s --dsf-gpu-batched-contraction="math=int8" 2>&1 | FileCheck --check-prefix=CONTRACTION %s
 // RUN: not dsf-opt %s --dsf-gpu-tiled-matmul="min-blocks=-2" 2>&1 | FileCheck --check-prefix=BLOCKS %s
 // RUN: not dsf-opt %s --dsf-gpu-grouped-experts="min-rows-per-expert=-1" 2>&1 | FileCheck --check-prefix=SPREAD %s
 
-// The tiled kernels' arithmetic is f32, tf32 or 3xtf32; anything else is an
+// The tiled kernels' arithmetic is f32, tf32, 3xtf32 or bf16; anything else is an
 // error naming the pass and the value.
-// expected-error @below {{dsf-gpu-tiled-matmul: unknown math 'fp16' (f32, tf32 or 3xtf32)}}
+// expected-error @below {{dsf-gpu-tiled-matmul: unknown math 'fp16' (f32, tf32, 3xtf32 or bf16)}}
 module {
 }
-// EXPERTS: error: dsf-gpu-grouped-experts: unknown math 'bf16' (f32, tf32 or 3xtf32)
-// CONTRACTION: error: dsf-gpu-batched-contraction: unknown math 'int8' (f32, tf32 or 3xtf32)
+// EXPERTS: error: dsf-gpu-grouped-experts: unknown math 'fp8' (f32, tf32, 3xtf32 or bf16)
+// CONTRACTION: error: dsf-gpu-batched-contraction: unknown math 'int8' (f32, tf32, 3xtf32 or bf16)
 // The thresholds are counts: a negative one is an error naming the pass and
 // the value (unsigned comparisons would silently never take the tiles).
 // BLOCKS: error: dsf-gpu-tiled-matmul: min-blocks must be a count of tiles >= 0, not -2

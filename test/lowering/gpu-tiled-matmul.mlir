@@ -3,6 +3,7 @@
 // RUN: dsf-opt %s --dsf-gpu-tiled-matmul="min-rows=16 batch-invariant=true" --split-input-file | FileCheck --check-prefix=INVARIANT %s
 // RUN: dsf-opt %s --dsf-gpu-tiled-matmul="min-rows=16 math=tf32" --split-input-file | FileCheck --check-prefix=TF32 %s
 // RUN: dsf-opt %s --dsf-gpu-tiled-matmul="min-rows=16 math=3xtf32" --split-input-file | FileCheck --check-prefix=TF32X3 %s
+// RUN: dsf-opt %s --dsf-gpu-tiled-matmul="min-rows=16 math=bf16" --split-input-file | FileCheck --check-prefix=BF16 %s
 
 // On the tensor cores (math=tf32): the same staging into slices padded to
 // 72 floats a row (the fragments' reads fall in 32 banks), then per 8-deep
@@ -31,6 +32,27 @@
 // TF32X3-COUNT-24: nvvm.mma.sync
 // TF32X3-NOT: nvvm.mma.sync
 // TF32X3: gpu.terminator
+
+// bf16: the slices staged as pairs of depths, 8 rows of 72 i32 (two bf16
+// each, rounded as they are stored: the lower depth in the low half); per
+// slice one A fragment (4 pair words) and, for each n8 tile, two B words and
+// one mma.sync m16n8k16 .bf16 onto the f32 accumulators.
+// BF16-LABEL: func.func @proj
+// BF16: gpu.launch {{.*}} workgroup(%[[AS:.*]] : memref<8x72xi32, #gpu.address_space<workgroup>>, %[[WS:.*]] : memref<8x72xi32, #gpu.address_space<workgroup>>)
+// BF16: %[[LO:.*]] = arith.truncf %{{.*}} : f32 to bf16
+// BF16: %[[LOBITS:.*]] = arith.bitcast %[[LO]] : bf16 to i16
+// BF16: %[[HI:.*]] = arith.truncf %{{.*}} : f32 to bf16
+// BF16: %[[SHIFTED:.*]] = arith.shli
+// BF16: %[[PAIR:.*]] = arith.ori %{{.*}}, %[[SHIFTED]] : i32
+// BF16: memref.store %[[PAIR]], %[[AS]][
+// BF16: gpu.barrier
+// BF16-COUNT-4: memref.load %[[AS]]
+// BF16-COUNT-2: memref.load %[[WS]]
+// BF16: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// BF16-COUNT-3: nvvm.mma.sync
+// BF16-NOT: nvvm.mma.sync
+// BF16: gpu.barrier
+// BF16: gpu.terminator
 
 // Batch-invariant: below 16 rows the generic stays (one thread per output,
 // the tiled kernel's order of sums).

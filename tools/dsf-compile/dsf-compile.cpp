@@ -96,7 +96,8 @@ cl::opt<bool> batchInvariant("batch-invariant",
                              cl::cat(dsfCategory));
 cl::opt<std::string> tileMath("tile-math",
                               cl::desc("--target=cuda: the tiled products' arithmetic: f32 (SIMT cores, the default), "
-                                       "tf32 or 3xtf32 (tensor cores, mma.sync; 3xtf32 about f32's accuracy)"),
+                                       "tf32, 3xtf32 or bf16 (tensor cores, mma.sync; 3xtf32 about f32's accuracy; "
+                                       "bf16 rounds the activations to bf16, f32 accumulation)"),
                               cl::init("f32"), cl::cat(dsfCategory));
 cl::opt<long> tileMinBlocks("tile-min-blocks",
                             cl::desc("--target=cuda: a product of 16-127 rows runs the warp kernel when its tiles "
@@ -259,8 +260,8 @@ int main(int argc, char **argv) {
     return error("--topk-threshold-from: expected a count of entries >= 0, not " + std::to_string(topkThresholdFrom));
   if (batchInvariant && target != "cuda")
     return error("--batch-invariant chooses the kernels of --target=cuda (the CPU's sum in one order already)");
-  if (tileMath != "f32" && tileMath != "tf32" && tileMath != "3xtf32")
-    return error("--tile-math: unknown arithmetic '" + tileMath + "' (expected f32, tf32 or 3xtf32)");
+  if (tileMath != "f32" && tileMath != "tf32" && tileMath != "3xtf32" && tileMath != "bf16")
+    return error("--tile-math: unknown arithmetic '" + tileMath + "' (expected f32, tf32, 3xtf32 or bf16)");
   if (tileMath != "f32" && target != "cuda")
     return error("--tile-math chooses the kernels of --target=cuda");
   if (tileMinBlocks < 0)
