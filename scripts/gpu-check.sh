@@ -42,6 +42,14 @@ prepare)
   build/bin/dsf-compile models/deepseek-v4-tiny --no-kv-quant --target=cuda --tile-math=3xtf32 --no-batch-decode -o $G/v4cuda-3xtf32.dsfa
   build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cuda --tile-math=3xtf32 --no-batch-decode -o $G/v4small-cuda-3xtf32.dsfa
   build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cuda --tile-math=tf32 --no-batch-decode -o $G/v4small-cuda-tf32.dsfa
+  # bf16 operands on the tensor cores (--tile-math=bf16), every product of
+  # 16 rows or more on the tiles (the checks' prompts are 40-77 tokens: by
+  # default their products would take the warp kernel, which --tile-math
+  # does not change).
+  BF16="--tile-math=bf16 --tile-min-blocks=0 --tile-min-rows-per-expert=0 --no-batch-decode"
+  build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cuda $BF16 -o $G/cuda-bf16.dsfa
+  build/bin/dsf-compile models/deepseek-v4-tiny --no-kv-quant --target=cuda $BF16 -o $G/v4cuda-bf16.dsfa
+  build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cuda $BF16 -o $G/v4small-cuda-bf16.dsfa
   # The tiny V4.1 declared bf16 (its weights bound as bf16 and widened in the
   # kernels), quantizers off, on the GPU and the CPU.
   mkdir -p build/tiny-bf16
@@ -178,6 +186,26 @@ PY
     $R $G/v4small-cuda-tf32.dsfa --weights $OUT/small.safetensors --prompt-ids @/tmp/small-ids --dump-logits $OUT/small-tc1.logits
     $C $OUT/small-tc1.logits --against $OUT/small-cpu.logits --max-rel 0.5 --min-argmax 60 || true
     compute-sanitizer --tool memcheck --print-limit 5 $R $G/v4small-cuda-3xtf32.dsfa --weights $OUT/small.safetensors \
+      --prompt-ids @/tmp/small-ids --max-new-tokens 2 | tail -1
+  fi
+  # bf16 operands (--tile-math=bf16): every tiled product's activations
+  # rounded to bf16 (8 bits of mantissa: 2^-9 relative each), the weights
+  # exact (the random and golden weights here are bf16 values), sums in f32.
+  # What that rounding gives, and a wrong fragment layout or pairing could
+  # not: on the V4s without quantizers 3e-2 against transformers and the
+  # CPU and 95 % argmax (their random-weight logits have near ties); on the
+  # tiny V4.1, whose FP4 cache quantizers turn other roundings into other
+  # codes, decode's tolerance against prefill (1e-1, 95 %).
+  if have cuda-bf16.dsfa v4cuda-bf16.dsfa v4small-cuda-bf16.dsfa; then
+    for r in 0 1; do
+      $R $G/cuda-bf16.dsfa --weights $G/weights.safetensors --prompt-ids @/tmp/ids$r --dump-logits $OUT/bf16mma-$r.logits
+      $C $OUT/bf16mma-$r.logits --against $OUT/cpu$r.logits --max-rel 1e-1 --min-argmax 95 || true
+    done
+    $R $G/v4cuda-bf16.dsfa --weights test/golden/v4-tiny/weights.safetensors --prompt-ids @/tmp/v4ids1 --dump-logits $OUT/v4bf16mma.logits
+    $C $OUT/v4bf16mma.logits --golden test/golden/v4-tiny/io.safetensors --key logits_selective --row 1 --max-rel 3e-2 --min-argmax 95 || true
+    $R $G/v4small-cuda-bf16.dsfa --weights $OUT/small.safetensors --prompt-ids @/tmp/small-ids --dump-logits $OUT/small-bf16mma.logits
+    $C $OUT/small-bf16mma.logits --against $OUT/small-cpu.logits --max-rel 3e-2 --min-argmax 95 || true
+    compute-sanitizer --tool memcheck --print-limit 5 $R $G/v4small-cuda-bf16.dsfa --weights $OUT/small.safetensors \
       --prompt-ids @/tmp/small-ids --max-new-tokens 2 | tail -1
   fi
   # The device tier (issue 6): a CUDA sequence's state stays on the device

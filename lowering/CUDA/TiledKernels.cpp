@@ -129,6 +129,11 @@ namespace {
 /// reads of a fragment in 32 different banks.
 struct MmaTile {
   Value g, t, rowBase, colBase;   // in the tile
+  /// m16 tiles down and n8 tiles across a warp's part (tf32: 1 x 4, a
+  /// warp's 16 x 32 of a 64 x 64 tile; bf16: 1 x 4 of a 64 x 64 tile or
+  /// 4 x 4, 64 x 32, of a 128 x 128 one). Accumulator (m, n, e) is
+  /// 4 (m nTiles + n) + e.
+  int64_t mTiles = 1, nTiles = 4;
 };
 
 SmallVector<Value> mmaStep(OpBuilder &o, Location l, TileMath math, Value As, Value Ws, Value k0, const MmaTile &w,
@@ -199,19 +204,29 @@ SmallVector<Value> mmaStepBf16(OpBuilder &o, Location l, Value As, Value Ws, con
   auto load = [&](Value buf, Value p, Value x) { return memref::LoadOp::create(o, l, buf, ValueRange{p, x}).getResult(); };
   Type result = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(4, o.getF32Type()));
   Value t4 = add(w.t, c(4));
-  Value r = add(w.rowBase, w.g), r8 = add(r, c(8));
-  SmallVector<Value> a{load(As, w.t, r), load(As, w.t, r8), load(As, t4, r), load(As, t4, r8)};
-  SmallVector<Value> next;
-  for (int64_t j = 0; j < 4; ++j) {
+  // Every B fragment of the warp's columns once, then each m16 tile's A
+  // fragment against all of them.
+  SmallVector<Value> b;
+  for (int64_t j = 0; j < w.nTiles; ++j) {
     Value n = add(add(w.colBase, c(8 * j)), w.g);
-    SmallVector<Value> cAcc(acc.begin() + 4 * j, acc.begin() + 4 * j + 4);
-    Value d = NVVM::MmaOp::create(o, l, result, a, ValueRange{load(Ws, w.t, n), load(Ws, t4, n)}, cAcc,
-                                  ArrayRef<int64_t>{16, 8, 16}, std::nullopt, std::nullopt,
-                                  std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16, NVVM::MMATypes::bf16},
-                                  std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row, NVVM::MMALayout::col})
-                  .getResult();
-    for (int64_t i = 0; i < 4; ++i)
-      next.push_back(LLVM::ExtractValueOp::create(o, l, d, ArrayRef<int64_t>{i}).getResult());
+    b.push_back(load(Ws, w.t, n));
+    b.push_back(load(Ws, t4, n));
+  }
+  SmallVector<Value> next(acc.begin(), acc.end());
+  for (int64_t i = 0; i < w.mTiles; ++i) {
+    Value r = add(add(w.rowBase, c(16 * i)), w.g), r8 = add(r, c(8));
+    SmallVector<Value> a{load(As, w.t, r), load(As, w.t, r8), load(As, t4, r), load(As, t4, r8)};
+    for (int64_t j = 0; j < w.nTiles; ++j) {
+      size_t at = size_t(4 * (i * w.nTiles + j));
+      SmallVector<Value> cAcc(next.begin() + long(at), next.begin() + long(at) + 4);
+      Value d = NVVM::MmaOp::create(o, l, result, a, ValueRange{b[size_t(2 * j)], b[size_t(2 * j + 1)]}, cAcc,
+                                    ArrayRef<int64_t>{16, 8, 16}, std::nullopt, std::nullopt,
+                                    std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16, NVVM::MMATypes::bf16},
+                                    std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row, NVVM::MMALayout::col})
+                    .getResult();
+      for (int64_t e = 0; e < 4; ++e)
+        next[at + size_t(e)] = LLVM::ExtractValueOp::create(o, l, d, ArrayRef<int64_t>{e}).getResult();
+    }
   }
   return next;
 }
@@ -230,7 +245,7 @@ Value packBf16x2(OpBuilder &o, Location l, Value lo, Value hi) {
 } // namespace
 
 GemmTile gemmTile(TileMath math, Value N) {
-  if (math != TileMath::F32)
+  if (math == TileMath::Tf32 || math == TileMath::Tf32x3)
     return {64, 64};
   // Narrow products keep 64 x 64: at 2,048 rows a 128-wide tile of wkv's
   // 512 columns would leave half the GPU without a block.
@@ -248,7 +263,8 @@ void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
   // bf16 operands are staged as pairs of depths in one i32 (mmaStepBf16).
   const bool pairs = g.math == TileMath::Bf16;
   const int64_t tileRows = g.tile.rows, tileCols = g.tile.cols;
-  assert((!tensorCores || (tileRows == 64 && tileCols == 64)) && "the mma warps cover a 64 x 64 tile");
+  assert((!tensorCores || (tileRows == 64 && tileCols == 64) || (pairs && tileRows == 128 && tileCols == 128)) &&
+         "the mma warps cover a 64 x 64 tile, or with bf16 a 128 x 128 one");
   assert(tileRows % kSide == 0 && tileCols % kSide == 0 && "4-wide groups of a 16 x 16 thread grid");
   // A staged row is padded: on the SIMT cores by 4 floats, so that the
   // staging's 16 depths of a row fall in distinct banks and the compute's
@@ -372,14 +388,22 @@ void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
     Value warp = arith::DivUIOp::create(k, loc, tid, c(k, 32)), lane = arith::RemUIOp::create(k, loc, tid, c(k, 32));
     warpTile.g = arith::DivUIOp::create(k, loc, lane, c(k, 4));
     warpTile.t = arith::RemUIOp::create(k, loc, lane, c(k, 4));
-    warpTile.rowBase = arith::MulIOp::create(k, loc, arith::RemUIOp::create(k, loc, warp, c(k, 4)), c(k, 16));
-    warpTile.colBase = arith::MulIOp::create(k, loc, arith::DivUIOp::create(k, loc, warp, c(k, 4)), c(k, 32));
+    // 4 x 2 warps of 16 x 32 on a 64 x 64 tile, 2 x 4 of 64 x 32 on a
+    // 128 x 128 one.
+    const int64_t warpsDown = tileRows == 128 ? 2 : 4;
+    warpTile.mTiles = tileRows / warpsDown / 16;
+    warpTile.rowBase = arith::MulIOp::create(k, loc, arith::RemUIOp::create(k, loc, warp, c(k, warpsDown)),
+                                             c(k, 16 * warpTile.mTiles));
+    warpTile.colBase = arith::MulIOp::create(k, loc, arith::DivUIOp::create(k, loc, warp, c(k, warpsDown)), c(k, 32));
   }
   // On the SIMT cores thread (ty, tx) computes rows 64 h + 4 ty + i and
   // columns 64 h' + 4 tx + j of the tile: each 4-run one 16-byte shared
   // load, a warp's 16 tx reading 64 consecutive floats of W.
   const int64_t groupsA = tileRows / 64, groupsW = tileCols / 64;
-  const int64_t rowsPerThread = tensorCores ? 4 : 4 * groupsA, colsPerThread = tensorCores ? 4 : 4 * groupsW;
+  // On the tensor cores "rows" are a lane's (m, n) tiles and "columns" its
+  // 4 values of each (see MmaTile).
+  const int64_t rowsPerThread = tensorCores ? warpTile.mTiles * warpTile.nTiles : 4 * groupsA;
+  const int64_t colsPerThread = tensorCores ? 4 : 4 * groupsW;
   auto threadRow = [&](OpBuilder &o, int64_t i) {
     return arith::AddIOp::create(o, loc, arith::MulIOp::create(o, loc, ty, c(o, 4)), c(o, 64 * (i / 4) + i % 4))
         .getResult();
@@ -442,10 +466,11 @@ void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
     for (int64_t j = 0; j < colsPerThread; ++j) {
       Value r, col;
       if (tensorCores) {
-        // Accumulator i of n-tile j (see mmaStep): rows g, g + 8; columns 2t, 2t + 1.
-        int64_t tile = i, element = j;
+        // Value j of the lane's tile i (see mmaStep): rows g, g + 8 of its
+        // m16 tile; columns 2t, 2t + 1 of its n8 tile.
+        int64_t tile = i % warpTile.nTiles, element = j;
         r = arith::AddIOp::create(k, loc, arith::AddIOp::create(k, loc, warpTile.rowBase, warpTile.g),
-                                  c(k, element >= 2 ? 8 : 0));
+                                  c(k, 16 * (i / warpTile.nTiles) + (element >= 2 ? 8 : 0)));
         col = arith::AddIOp::create(k, loc, warpTile.colBase,
                                     arith::AddIOp::create(k, loc, arith::MulIOp::create(k, loc, warpTile.t, c(k, 2)),
                                                           c(k, 8 * tile + element % 2)));

@@ -85,15 +85,17 @@ struct GemmTile {
 };
 /// For N columns: on the SIMT cores 128 x 128 (8 x 8 outputs a thread: 16
 /// shared-memory floats read per 64 products), or 64 x 64 below 2,048 static
-/// columns, where wider tiles would leave SMs idle; on the tensor cores
-/// 64 x 64.
+/// columns, where wider tiles would leave SMs idle; with bf16 operands the
+/// same (a warp per 64 x 32 of a 128 x 128 tile: 16 mma.sync a slice for
+/// 12 fragment words of shared memory); with tf32 ones 64 x 64.
 GemmTile gemmTile(TileMath math, Value N);
 
 /// C[r, col] <- sum over d < K of A[r, d] * W[col, d], as tiles of C (blocks
 /// of 256 threads, 16-deep slices staged in shared memory, each slice's
 /// global loads issued while the one before is multiplied; on the SIMT cores
 /// each output's products added in the order of d, whatever the tile; on
-/// the tensor cores a warp per 16 x 32 of a 64 x 64 tile).
+/// the tensor cores a warp per 16 x 32 of a 64 x 64 tile, or per 64 x 32
+/// of a 128 x 128 one).
 struct TiledGemm {
   Value gridX, gridY;  // host values: blocks along the columns and the rows
   Value gridZ;         // host value: independent products (null: one)

@@ -261,6 +261,14 @@ func.func @gate(%x: memref<?x8192xf32>, %w: memref<8x8192xf32>, %y: memref<?x8xf
 // CHECK: gpu.barrier
 // CHECK-NEXT: scf.yield
 // CHECK-COUNT-64: memref.store {{.*}}, %arg2
+// BF16-LABEL: func.func @wide
+// bf16 from 2,048 columns: 128 x 128 tiles, a warp's 64 x 32 four m16 tiles
+// by four n8 ones (16 mma.sync a slice, 64 accumulators a lane).
+// BF16: gpu.launch {{.*}} workgroup(%{{.*}} : memref<8x136xi32, #gpu.address_space<workgroup>>, %{{.*}} : memref<8x136xi32, #gpu.address_space<workgroup>>)
+// BF16: scf.for {{.*}} iter_args(
+// BF16-COUNT-16: nvvm.mma.sync
+// BF16-NOT: nvvm.mma.sync
+// BF16: gpu.terminator
 // CHECK-LABEL: func.func @wide_dynamic
 // CHECK: gpu.launch {{.*}} workgroup(%{{.*}} : memref<16x132xf32, #gpu.address_space<workgroup>>
 #a = affine_map<(d0, d1, d2) -> (d0, d2)>
