@@ -163,9 +163,12 @@ def TileParallelLoops : Pass<"dsf-tile-parallel-loops", "::mlir::ModuleOp"> {
     dimension is the contiguous one, so consecutive threads touch
     consecutive addresses (coalesced), and a dimension of 4 does not leave
     124 threads idle. Out-of-range threads are masked (no min/max bounds).
+    When a block dimension other than the innermost may pass CUDA's 65,535
+    (gridDim.y and z; a dynamic one: tokens, cache entries), the loop's block
+    dimensions are collapsed into one, innermost fastest, for gridDim.x.
   }];
   let options = [Option<"threads", "threads", "int64_t", "128", "Threads per block">];
-  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect", "::mlir::affine::AffineDialect"];
 }
 
 def GpuTiledMatmul : Pass<"dsf-gpu-tiled-matmul", "::mlir::ModuleOp"> {

@@ -2,6 +2,10 @@
 #include "lowering/Passes.h"
 
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include <numeric>
 
 namespace mlir::dsf {
 #define GEN_PASS_DEF_TILEPARALLELLOOPS
@@ -16,6 +20,9 @@ std::optional<int64_t> staticTripCount(scf::ParallelOp loop, unsigned dim) {
     return std::nullopt;
   return std::max<int64_t>(0, (*ub - *lb + *step - 1) / *step);
 }
+
+/// CUDA's bound on gridDim.y and gridDim.z.
+constexpr int64_t kMaxGridYZ = 65535;
 
 int64_t powerOfTwoAtLeast(int64_t n) {
   int64_t p = 1;
@@ -46,7 +53,27 @@ struct TileParallelLoopsPass : impl::TileParallelLoopsBase<TileParallelLoopsPass
         sizes[d] = take;
         left /= take;
       }
-      scf::tileParallelLoop(loop, sizes, /*noMinMaxBounds=*/true);
+      // The blocks a dimension gets: its trip count over its tile (the
+      // tiled loop's steps are products, not constants).
+      SmallVector<std::optional<int64_t>> blockTrips(rank);
+      for (unsigned d = 0; d < rank; ++d)
+        if (std::optional<int64_t> trip = staticTripCount(loop, d))
+          blockTrips[d] = (*trip + sizes[d] - 1) / sizes[d];
+      scf::ParallelOp blocks = scf::tileParallelLoop(loop, sizes, /*noMinMaxBounds=*/true).first;
+      // gpu-map-parallel-loops gives the blocks' innermost dimension
+      // gridDim.x (up to 2^31 - 1) and the next ones y and z, which CUDA
+      // bounds to 65,535: a dynamic one (tokens, cache entries) can pass
+      // that (a copy of a 65,536-entry cache did), so such a loop's block
+      // dimensions become one (the innermost still fastest) on x.
+      bool mayExceed = false;
+      for (unsigned d = 0; d + 1 < rank; ++d)
+        mayExceed |= !blockTrips[d] || *blockTrips[d] > kMaxGridYZ;
+      if (mayExceed) {
+        std::vector<unsigned> all(rank);
+        std::iota(all.begin(), all.end(), 0u);
+        IRRewriter rewriter(blocks.getContext());
+        collapseParallelLoops(rewriter, blocks, {all});
+      }
     }
   }
 };

@@ -690,6 +690,15 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t g
   ++launches;
   auto named = kernelNames().find(function);
   lastKernel = named == kernelNames().end() ? std::string("?") : named->second;
+  // CUDA's grid bounds: 2^31 - 1 blocks on x, 65,535 on y and z. The
+  // kernels of the tiled products and attention put a call's tokens on y or
+  // z, so a call of more tokens than that cannot launch them.
+  if (gridX > 2147483647 || gridY > 65535 || gridZ > 65535) {
+    record("kernel " + lastKernel + ": grid " + std::to_string(gridX) + "x" + std::to_string(gridY) + "x" +
+           std::to_string(gridZ) + " exceeds CUDA's 2147483647x65535x65535 (a call of this many tokens: run the "
+           "prompt in chunks, dsf-run --prefill-chunk)");
+    return;
+  }
   if (!driver().profilePath.empty())
     driver().cuEventRecord(driver().eventStart, stream);
   CUresult r = driver().cuLaunchKernel(function, unsigned(gridX), unsigned(gridY), unsigned(gridZ), unsigned(blockX),
