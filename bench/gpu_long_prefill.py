@@ -7,13 +7,15 @@ entries] f32 scores (550 GB) and [tokens, vocab] logits (34 GB); dsf-run
 first C, decode over the rest C at a time), so a call holds a chunk's.
 
   python3 bench/gpu_long_prefill.py DSF_RUN shaped.dsfa OUT.md [--parts=anchor,long,profile]
-          [--long=65536] [--chunk=4096] [--anchor=8192]
+          [--long=65536] [--chunk=4096] [--anchor=8192] [--anchor-chunked=yes|no] [--bf16=SHAPED_BF16.dsfa]
 
 The model and weights are bench/gpu_v41_real_size.py's (random weights in the
 released formats, made in /tmp/dsf-v41-shaped when missing). Parts:
   anchor:  ANCHOR tokens in one prefill call and in chunks of CHUNK, same
            weights, same run: what chunking costs, and the rate a long
-           prompt is compared with;
+           prompt is compared with; with --bf16, the same model built with
+           --tile-math=bf16 in one call too (its products on the tensor
+           cores), and the 8 tokens each greedy decode then generates;
   long:    LONG tokens in chunks of CHUNK, then 8 decode tokens at that
            context (the calls a server makes for a long prompt);
   profile: DSF_CUDA_PROFILE over the LONG-token chunked prefill: kernel time
@@ -56,6 +58,8 @@ parts = option("parts", "anchor,long,profile").split(",")
 long_tokens = int(option("long", "65536"))
 chunk = int(option("chunk", "4096"))
 anchor_tokens = int(option("anchor", "8192"))
+anchor_chunked = option("anchor-chunked", "yes") == "yes"
+bf16_artifact = option("bf16", "")
 
 os.makedirs(WORK, exist_ok=True)
 manifest = dsfa_tool.manifest(open(artifact, "rb").read())
@@ -84,6 +88,10 @@ def prompt(n):
         with open(path, "w") as f:
             f.write(",".join(map(str, rng.integers(0, vocab, n))))
     return path
+
+
+def generated(stdout):
+    return stdout.strip().splitlines()[-1].split(",") if stdout.strip() else []
 
 
 def prefill_line(stderr):
@@ -125,21 +133,32 @@ def calls(step):
 
 timeout = int(os.environ.get("DSF_BENCH_TIMEOUT", "560"))
 if "anchor" in parts:
-    say(f"## {anchor_tokens:,} tokens: one prefill call against chunks of {chunk:,}")
+    say(f"## {anchor_tokens:,} tokens: one prefill call against chunks of {chunk:,}"
+        + (" and against bf16 tensor-core products" if bf16_artifact else ""))
     say()
-    say("| how | calls | seconds | tokens/s | against one call |")
-    say("|---|---|---|---|---|")
-    one = None
-    for label, extra in (("one call", []), (f"chunks of {chunk:,}", ["--prefill-chunk", str(chunk)])):
+    say("| artifact | how | calls | prefill s | tokens/s | against one f32 call | decode ms a token | greedy tokens "
+        "as the first row's |")
+    say("|---|---|---|---|---|---|---|---|")
+    rows = [("f32 (SIMT)", artifact, "one call", [])]
+    if anchor_chunked:
+        rows.append(("f32 (SIMT)", artifact, f"chunks of {chunk:,}", ["--prefill-chunk", str(chunk)]))
+    if bf16_artifact:
+        rows.append(("bf16 (--tile-math=bf16)", bf16_artifact, "one call", []))
+    one, first_tokens = None, None
+    for label, art, how, extra in rows:
         try:
-            stderr, _ = batch_runs.run_dsf(dsf_run, artifact, WEIGHTS, prompt(anchor_tokens),
-                                           extra + ["--max-new-tokens", "1"], timeout=timeout)
+            stderr, stdout = batch_runs.run_dsf(dsf_run, art, WEIGHTS, prompt(anchor_tokens),
+                                                extra + ["--max-new-tokens", "9"], timeout=timeout)
         except Exception as e:   # noqa: BLE001 (an OOM or a time-out is a result here)
-            say(f"| {label} | | did not finish: {str(e).splitlines()[0][:160]} | | |")
+            say(f"| {label} | {how} | | did not finish: {str(e).splitlines()[0][:160]} | | | | |")
             continue
-        seconds, ncalls, _ = prefill_line(stderr)
+        seconds, ncalls, decode_ms = prefill_line(stderr)
+        tokens = generated(stdout)
         one = one or seconds
-        say(f"| {label} | {ncalls} | {seconds:.2f} | {anchor_tokens / seconds:.0f} | x{one / seconds:.2f} |")
+        first_tokens = first_tokens or tokens
+        same = sum(a == b for a, b in zip(tokens, first_tokens))
+        say(f"| {label} | {how} | {ncalls} | {seconds:.2f} | {anchor_tokens / seconds:.0f} | x{one / seconds:.2f} | "
+            f"{decode_ms:.1f} | {same}/{len(first_tokens)} |")
     say()
 
 if "long" in parts:

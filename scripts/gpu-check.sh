@@ -8,6 +8,7 @@
 #                                  # packed into build/gpu-pack/gpu-run.tar.xz (the kernels compress 5:1)
 #   scripts/gpu-check.sh prepare quick   # only the core artifacts (the tiny V4.1 default, batch-invariant,
 #                                  # quantizers off and CPU, the tiny and small V4): about a third of the compile time
+#   scripts/gpu-check.sh prepare quick bf16   # those and the --tile-math=bf16 ones
 #   scripts/gpu-check.sh run       # on the GPU machine, from the repository root; a section whose
 #                                  # artifacts were not prepared prints "skipped" and what it lacks
 #
@@ -42,6 +43,8 @@ prepare)
   build/bin/dsf-compile models/deepseek-v4-tiny --no-kv-quant --target=cuda --tile-math=3xtf32 --no-batch-decode -o $G/v4cuda-3xtf32.dsfa
   build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cuda --tile-math=3xtf32 --no-batch-decode -o $G/v4small-cuda-3xtf32.dsfa
   build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cuda --tile-math=tf32 --no-batch-decode -o $G/v4small-cuda-tf32.dsfa
+  fi
+  if [[ "${2:-}" != quick || "${3:-}" == bf16 ]]; then
   # bf16 operands on the tensor cores (--tile-math=bf16), every product of
   # 16 rows or more on the tiles (the checks' prompts are 40-77 tokens: by
   # default their products would take the warp kernel, which --tile-math
@@ -50,6 +53,8 @@ prepare)
   build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cuda $BF16 -o $G/cuda-bf16.dsfa
   build/bin/dsf-compile models/deepseek-v4-tiny --no-kv-quant --target=cuda $BF16 -o $G/v4cuda-bf16.dsfa
   build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cuda $BF16 -o $G/v4small-cuda-bf16.dsfa
+  fi
+  if [[ "${2:-}" != quick ]]; then
   # The tiny V4.1 declared bf16 (its weights bound as bf16 and widened in the
   # kernels), quantizers off, on the GPU and the CPU.
   mkdir -p build/tiny-bf16
