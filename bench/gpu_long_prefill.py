@@ -95,7 +95,7 @@ def generated(stdout):
 
 
 def prefill_line(stderr):
-    m = re.search(r"timing: prefill (\d+) tokens ([0-9.]+) s \(([0-9.]+) tokens/s\)(?: in (\d+) calls)?"
+    m = re.search(r"timing: prefill (\d+) tokens ([0-9.]+) s \(([0-9.]+) tokens/s\)(?: in (\d+) calls of \d+ tokens)?"
                   r"(?:; decode (\d+) tokens ([0-9.]+) s)?", stderr)
     if not m:
         raise RuntimeError("no timing line in:\n" + stderr[-2000:])
