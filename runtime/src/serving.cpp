@@ -13,6 +13,17 @@ namespace {
 double since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
+
+/// A call's logits rows and their positions, into the caller's (optional)
+/// lists of every row computed.
+void keepRows(const std::vector<float> &logits, int64_t firstRow, int64_t vocab, std::vector<float> *rows,
+              std::vector<int32_t> *rowPositions) {
+  if (rows)
+    rows->insert(rows->end(), logits.begin(), logits.end());
+  if (rowPositions)
+    for (int64_t r = 0; r < int64_t(logits.size()) / vocab; ++r)
+      rowPositions->push_back(int32_t(firstRow + r));
+}
 } // namespace
 
 std::string RequestStats::json() const {
@@ -52,6 +63,25 @@ std::string RequestStats::line() const {
 
 bool Server::request(const std::string &session, const std::vector<int32_t> &ids, int64_t maxNew,
                      const std::function<int32_t(const float *)> &pick, std::vector<int32_t> &generated,
+                     RequestStats &stats, std::string &error, std::vector<float> *rows,
+                     std::vector<int32_t> *rowPositions) {
+  const Manifest &m = model_.manifest();
+  ServedSequence served;
+  if (!prefill(session, ids, served, stats, error, rows, rowPositions))
+    return false;
+  // Generation: one decode call a token (the last one is picked, not run).
+  for (int64_t step = 0; step < maxNew; ++step) {
+    int32_t next = pick(served.logits.data() + served.logits.size() - size_t(m.vocabSize));
+    generated.push_back(next);
+    if (step + 1 == maxNew)
+      break;
+    if (!feed(served, next, stats, error, rows, rowPositions))
+      return false;
+  }
+  return finish(served, int64_t(generated.size()), stats, error);
+}
+
+bool Server::prefill(const std::string &session, const std::vector<int32_t> &ids, ServedSequence &out,
                      RequestStats &stats, std::string &error, std::vector<float> *rows,
                      std::vector<int32_t> *rowPositions) {
   auto start = std::chrono::steady_clock::now();
@@ -124,27 +154,12 @@ bool Server::request(const std::string &session, const std::vector<int32_t> &ids
     }
   }
   // 3. The rest, in pieces that end at block boundaries when persisting.
-  std::vector<float> logits;
-  auto keep = [&](int64_t firstRow) {
-    if (rows)
-      rows->insert(rows->end(), logits.begin(), logits.end());
-    if (rowPositions)
-      for (int64_t r = 0; r < int64_t(logits.size()) / m.vocabSize; ++r)
-        rowPositions->push_back(int32_t(firstRow + r));
-  };
-  std::vector<int32_t> tokens = ids;
-  // The tiers keep host copies: a CUDA sequence's state comes off the
-  // device when a block is persisted and when the session goes to the pool.
-  auto persist = [&] {
-    if (options_.store && sequence.length % options_.store->blockTokens() == 0) {
-      if (!model_.fetchState(sequence, error))
-        return false;
-      int64_t written = options_.store->persist(tokens, chain, sequence, stats.warnings);
-      stats.ssdBytesWritten += written;
-      stats.blocksWritten += written > 0;
-    }
-    return true;
-  };
+  out.session = session;
+  out.tokens = ids;
+  out.chain = std::move(chain);
+  out.sequence = std::move(sequence);
+  out.logits.clear();
+  out.start = start;
   auto computeStart = std::chrono::steady_clock::now();
   while (have < n) {
     int64_t next = n;
@@ -154,12 +169,12 @@ bool Server::request(const std::string &session, const std::vector<int32_t> &ids
       next = std::min(next, have + options_.prefillChunk);
     std::vector<int32_t> piece(ids.begin() + have, ids.begin() + next);
     int64_t firstRow = 0;
-    if (!model_.run(have == 0 ? "prefill" : "decode", piece, sequence, logits, firstRow, error))
+    if (!model_.run(have == 0 ? "prefill" : "decode", piece, out.sequence, out.logits, firstRow, error))
       return false;
-    keep(firstRow);
+    keepRows(out.logits, firstRow, m.vocabSize, rows, rowPositions);
     stats.computedTokens += next - have;
     have = next;
-    if (!persist())
+    if (!persist(out, stats, error))
       return false;
   }
   double computeSeconds = since(computeStart);
@@ -171,28 +186,41 @@ bool Server::request(const std::string &session, const std::vector<int32_t> &ids
   double rate = secondsPerToken_ > 0 ? secondsPerToken_
                 : stats.computedTokens > 0 ? computeSeconds / double(stats.computedTokens) : 0.0;
   stats.savedSeconds = std::max(0.0, rate * double(stats.hostTokens + stats.ssdTokens - stats.replayTokens));
-  // Generation: one decode call a token (the last one is picked, not run).
-  for (int64_t step = 0; step < maxNew; ++step) {
-    int32_t next = pick(logits.data() + logits.size() - size_t(m.vocabSize));
-    generated.push_back(next);
-    if (step + 1 == maxNew)
-      break;
-    tokens.push_back(next);
-    int64_t firstRow = 0;
-    if (!model_.run("decode", {next}, sequence, logits, firstRow, error))
+  return true;
+}
+
+bool Server::feed(ServedSequence &served, int32_t next, RequestStats &stats, std::string &error,
+                  std::vector<float> *rows, std::vector<int32_t> *rowPositions) {
+  served.tokens.push_back(next);
+  int64_t firstRow = 0;
+  if (!model_.run("decode", {next}, served.sequence, served.logits, firstRow, error))
+    return false;
+  keepRows(served.logits, firstRow, model_.manifest().vocabSize, rows, rowPositions);
+  return persist(served, stats, error);
+}
+
+// The tiers keep host copies: a CUDA sequence's state comes off the device
+// when a block is persisted and when the session goes to the pool.
+bool Server::persist(ServedSequence &served, RequestStats &stats, std::string &error) {
+  if (options_.store && served.sequence.length % options_.store->blockTokens() == 0) {
+    if (!model_.fetchState(served.sequence, error))
       return false;
-    keep(firstRow);
-    if (!persist())
-      return false;
+    int64_t written = options_.store->persist(served.tokens, served.chain, served.sequence, stats.warnings);
+    stats.ssdBytesWritten += written;
+    stats.blocksWritten += written > 0;
   }
-  stats.generatedTokens = int64_t(generated.size());
-  stats.approximate = sequence.approximate;
-  if (options_.pool && !session.empty()) {
-    if (!model_.fetchState(sequence, error))
+  return true;
+}
+
+bool Server::finish(ServedSequence &served, int64_t generated, RequestStats &stats, std::string &error) {
+  stats.generatedTokens = generated;
+  stats.approximate = served.sequence.approximate;
+  if (options_.pool && !served.session.empty()) {
+    if (!model_.fetchState(served.sequence, error))
       return false;
-    stats.hostBytesWritten = options_.pool->put(session, tokens, sequence, stats.warnings);
+    stats.hostBytesWritten = options_.pool->put(served.session, served.tokens, served.sequence, stats.warnings);
   }
-  stats.seconds = since(start);
+  stats.seconds = since(served.start);
   return true;
 }
 

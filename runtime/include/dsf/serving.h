@@ -15,6 +15,7 @@
 #include "dsf/host_model.h"
 #include "dsf/kv_tiers.h"
 
+#include <chrono>
 #include <functional>
 #include <string>
 #include <vector>
@@ -45,18 +46,55 @@ struct ServeOptions {
   int64_t prefillChunk = 0;
 };
 
+/// A request between its prompt and its end: what the server needs to go on
+/// (its tokens, their block hashes, the state after them).
+struct ServedSequence {
+  std::string session;
+  std::vector<int32_t> tokens;   // the prompt, then each token fed back
+  std::vector<uint64_t> chain;   // the prefix store's block hashes of `tokens`, as far as computed
+  Sequence sequence;             // the state after `tokens`
+  std::vector<float> logits;     // the last call's rows (its last row: the next token's)
+  std::chrono::steady_clock::time_point start;
+};
+
 class Server {
 public:
   Server(const HostModel &model, ServeOptions options) : model_(model), options_(options) {}
 
-  /// Runs a request. `pick` chooses the next token from a logits row.
-  /// `rows` / `rowPositions` (optional) receive every logits row computed.
+  /// Runs a request alone: prefill(), then feed() for each generated token
+  /// but the last, then finish(). `pick` chooses the next token from a
+  /// logits row. `rows` / `rowPositions` (optional) receive every logits row
+  /// computed.
   bool request(const std::string &session, const std::vector<int32_t> &ids, int64_t maxNew,
                const std::function<int32_t(const float *)> &pick, std::vector<int32_t> &generated,
                RequestStats &stats, std::string &error, std::vector<float> *rows = nullptr,
                std::vector<int32_t> *rowPositions = nullptr);
 
+  /// A request's prompt: the longest prefix held (the session's state from
+  /// the host pool, else whole blocks of global KV from the prefix store with
+  /// the windows replayed), then the rest computed, each completed block
+  /// persisted. `out` then holds the prompt's state and last logits; its
+  /// generation may go on here (feed) or in a Batch (admit out.sequence,
+  /// then finish with the state the batch releases).
+  bool prefill(const std::string &session, const std::vector<int32_t> &ids, ServedSequence &out,
+               RequestStats &stats, std::string &error, std::vector<float> *rows = nullptr,
+               std::vector<int32_t> *rowPositions = nullptr);
+
+  /// One generated token fed back through decode; the block it completes is
+  /// persisted.
+  bool feed(ServedSequence &served, int32_t next, RequestStats &stats, std::string &error,
+            std::vector<float> *rows = nullptr, std::vector<int32_t> *rowPositions = nullptr);
+
+  /// The request's end: the session's state (served.sequence, after
+  /// served.tokens) goes to the host pool; the stats get the totals.
+  /// `generated` counts the tokens the request generated (the last one
+  /// picked, not fed back).
+  bool finish(ServedSequence &served, int64_t generated, RequestStats &stats, std::string &error);
+
 private:
+  /// Persists the block served.sequence has just completed, if any.
+  bool persist(ServedSequence &served, RequestStats &stats, std::string &error);
+
   const HostModel &model_;
   ServeOptions options_;
   double secondsPerToken_ = 0;   // measured cold compute rate, for the time-saved estimate
