@@ -28,7 +28,9 @@
 // the prefix store in --cache-dir with the windows replayed, then the rest;
 // --stats / --stats-json report each request. The host pool is this
 // process's, or with --pool redis://HOST:PORT a Redis server's, shared by
-// every process that names it.
+// every process that names it. --batch-prompts FILE decodes its prompts
+// together (@batch_decode), through the tiers when they are named or a line
+// names a session ("SESSION: ID,ID,... +N").
 //
 //===----------------------------------------------------------------------===//
 #include "dsf/artifact.h"
@@ -73,7 +75,9 @@ void usage() {
                "               [--replay approx|exact] [--pool redis://HOST:PORT[/DB]] [--window-ttl S] [--pool-max-bytes B]\n"
                "               [--prefill-chunk C] [--stats] [--stats-json FILE]\n"
                "       dsf-run MODEL.dsfa --weights PATH (--prompt-ids ... --batch N | --batch-prompts FILE)\n"
-               "               [--max-new-tokens N] [--temperature T] [--top-p P] [--seed S] [--dump-logits F] [--timing]\n");
+               "               [--max-new-tokens N] [--temperature T] [--top-p P] [--seed S] [--dump-logits F] [--timing]\n"
+               "               (FILE: one request a line, [SESSION: ]ID,ID,... [+N]; with the tiers' options above,\n"
+               "               --batch-prompts serves them through the tiers and decodes them together)\n");
 }
 
 bool parseInt(const std::string &text, long long &out) {
@@ -190,6 +194,73 @@ bool writeDump(const std::string &path, const Manifest &m, const std::string &ar
                           {{"model", m.model}, {"artifact", artifactPath}, {"prefill", m.prefillMode}}, error);
 }
 
+/// The cache tiers' settings (--cache-dir, --pool, ...).
+struct TierOptions {
+  std::string cacheDir, poolUrl;   // poolUrl empty: the in-process host pool
+  long long cacheBlock = 0, cacheMaxBytes = 0, cacheTtl = 4 * 3600, windowTtl = 300, poolMaxBytes = 1ll << 32;
+  bool exactReplay = false;
+  long long prefillChunk = 0;
+};
+
+/// The prefix store (with a --cache-dir), the host pool and the server over
+/// them.
+struct Tiers {
+  std::unique_ptr<PrefixStore> store;
+  std::unique_ptr<HostPool> pool;
+  std::unique_ptr<Server> server;
+};
+
+bool openTiers(const Artifact &artifact, const WeightSource &weights, const HostModel &model, const TierOptions &t,
+               Tiers &tiers, std::string &error) {
+  const Manifest &m = model.manifest();
+  if (!t.cacheDir.empty()) {
+    PrefixStore::Options o;
+    o.dir = t.cacheDir;
+    // 64 tokens, rounded up to a multiple of every compression ratio.
+    int64_t block = t.cacheBlock;
+    if (block == 0) {
+      block = 64;
+      for (const StateSlot &slot : m.state)
+        if (slot.ratio > 1 && block % slot.ratio)
+          block = (block / slot.ratio + 1) * slot.ratio;
+    }
+    o.blockTokens = block;
+    o.maxBytes = t.cacheMaxBytes;
+    o.ttlSeconds = t.cacheTtl;
+    tiers.store = PrefixStore::open(o, m, modelHash(artifact, weights), error);
+    if (!tiers.store)
+      return false;
+  }
+  HostPool::Options poolOptions;
+  poolOptions.ttlSeconds = t.windowTtl;
+  poolOptions.maxBytes = t.poolMaxBytes;
+  // On the GPU the in-process pool keeps its records page-locked: a restore
+  // is then one DMA copy.
+  poolOptions.pin = [&model](const void *p, size_t n) { return model.pinHostMemory(p, n); };
+  poolOptions.unpin = [&model](const void *p) { model.unpinHostMemory(p); };
+  tiers.pool = t.poolUrl.empty() ? HostPool::inProcess(m, poolOptions)
+                                 : HostPool::redis(m, poolOptions, t.poolUrl, modelHash(artifact, weights), error);
+  if (!tiers.pool)
+    return false;
+  ServeOptions options;
+  options.store = tiers.store.get();
+  options.pool = tiers.pool.get();
+  options.exactReplay = t.exactReplay;
+  options.prefillChunk = t.prefillChunk;
+  tiers.server = std::make_unique<Server>(model, options);
+  return true;
+}
+
+/// --stats-json: one JSON object a request.
+bool writeStatsJson(const std::string &path, const std::vector<std::string> &lines) {
+  std::string text = "[\n";
+  for (size_t i = 0; i < lines.size(); ++i)
+    text += " " + lines[i] + (i + 1 < lines.size() ? ",\n" : "\n");
+  text += "]\n";
+  std::ofstream out(path);
+  return bool(out << text);
+}
+
 /// --batch N / --batch-prompts FILE: sequences decoded together through
 /// @batch_decode, a token each a step. Each is prefilled alone (N copies of
 /// one prompt: once), then admitted to the batch; a sequence that has
@@ -197,12 +268,25 @@ bool writeDump(const std::string &path, const Manifest &m, const std::string &ar
 /// sequence, in order; --dump-logits writes every row computed, sequence by
 /// sequence ("sequence" says whose; sequence s's ids are "input_ids"
 /// [input_offsets[s], input_offsets[s + 1])).
+/// With the cache tiers (`served`: a server and each request's session),
+/// each prompt is a request's: the server prefills it from the longest
+/// prefix it holds (persisting the blocks it computes), the batch generates,
+/// and a sequence that leaves the batch goes to its session in the host
+/// pool; --stats / --stats-json report each request.
 /// A prompt's prefilled sequence and logits, kept for the prompts that repeat.
 using PrefillCache = std::map<std::vector<int32_t>, std::pair<Sequence, std::vector<float>>>;
 
+struct ServedBatch {
+  Server &server;
+  std::vector<std::string> sessions;   // a request's each
+  bool printStats = false;
+  std::string statsJson;
+};
+
 int runBatch(const HostModel &model, const std::vector<std::vector<int32_t>> &prompts,
              const std::vector<long long> &newTokens, double temperature, double topP, long long seed, bool timing,
-             const std::string &dumpPath, const std::string &artifactPath, PrefillCache &prefills) {
+             const std::string &dumpPath, const std::string &artifactPath, PrefillCache &prefills,
+             ServedBatch *served = nullptr) {
   const Manifest &m = model.manifest();
   std::string error;
   int64_t longest = 0;
@@ -229,29 +313,62 @@ int runBatch(const HostModel &model, const std::vector<std::vector<int32_t>> &pr
     if (!dumpPath.empty())
       rows[s].insert(rows[s].end(), logits, logits + nrows * m.vocabSize);
   };
-  // Prefill each (a repeated prompt once), pick its first token, admit it.
+  // Prefill each (a repeated prompt once; a served request through the
+  // tiers), pick its first token, admit it.
   std::vector<size_t> inBatch;   // slot -> sequence
+  std::vector<ServedSequence> requests(served ? count : 0);
+  std::vector<RequestStats> requestStats(served ? count : 0);
+  std::vector<std::string> statsLines(served ? count : 0);
+  // A served request's end: its state to the session's pool, its stats.
+  auto finishRequest = [&](size_t s) {
+    requests[s].tokens = sequenceIds[s];
+    if (!served->server.finish(requests[s], int64_t(generated[s].size()), requestStats[s], error))
+      return false;
+    for (const std::string &w : requestStats[s].warnings)
+      std::fprintf(stderr, "dsf-run: warning: %s\n", w.c_str());
+    if (served->printStats)
+      std::fprintf(stderr, "dsf-run: stats: request %zu: %s\n", s + 1, requestStats[s].line().c_str());
+    statsLines[s] = requestStats[s].json();
+    requests[s].sequence = Sequence();   // its device memory back to the pool
+    return true;
+  };
   for (size_t s = 0; s < count; ++s) {
-    auto cached = prefills.find(prompts[s]);
-    if (cached == prefills.end()) {
-      std::pair<Sequence, std::vector<float>> p;
-      int64_t firstRow = 0;
-      if (!model.run("prefill", prompts[s], p.first, p.second, firstRow, error))
-        return fail("sequence " + std::to_string(s + 1) + ": " + error);
-      cached = prefills.emplace(prompts[s], std::move(p)).first;
+    Sequence *sequence = nullptr;
+    const std::vector<float> *prefillRows = nullptr;
+    if (served) {
+      if (!served->server.prefill(served->sessions[s], prompts[s], requests[s], requestStats[s], error,
+                                  dumpPath.empty() ? nullptr : &rows[s], &rowPositions[s]))
+        return fail("request " + std::to_string(s + 1) + ": " + error);
+      sequence = &requests[s].sequence;
+      prefillRows = &requests[s].logits;
+    } else {
+      auto cached = prefills.find(prompts[s]);
+      if (cached == prefills.end()) {
+        std::pair<Sequence, std::vector<float>> p;
+        int64_t firstRow = 0;
+        if (!model.run("prefill", prompts[s], p.first, p.second, firstRow, error))
+          return fail("sequence " + std::to_string(s + 1) + ": " + error);
+        cached = prefills.emplace(prompts[s], std::move(p)).first;
+      }
+      sequence = &cached->second.first;
+      prefillRows = &cached->second.second;
+      int64_t nrows = int64_t(prefillRows->size()) / m.vocabSize;
+      keep(s, prefillRows->data(), nrows, sequence->length - nrows);
     }
-    Sequence &sequence = cached->second.first;
-    const std::vector<float> &prefillRows = cached->second.second;
-    int64_t nrows = int64_t(prefillRows.size()) / m.vocabSize;
-    keep(s, prefillRows.data(), nrows, sequence.length - nrows);
-    if (newTokens[s] == 0)
+    if (newTokens[s] > 0) {
+      next[s] = pick(prefillRows->data() + prefillRows->size() - size_t(m.vocabSize), m.vocabSize, temperature,
+                     topP, rng);
+      generated[s].push_back(next[s]);
+    }
+    if (newTokens[s] <= 1) {
+      if (served && !finishRequest(s))
+        return fail("request " + std::to_string(s + 1) + ": " + error);
       continue;
-    next[s] = pick(prefillRows.data() + prefillRows.size() - size_t(m.vocabSize), m.vocabSize, temperature, topP, rng);
-    generated[s].push_back(next[s]);
-    if (newTokens[s] == 1)
-      continue;
-    if (!batch->admit(sequence, error))
+    }
+    if (!batch->admit(*sequence, error))
       return fail("sequence " + std::to_string(s + 1) + ": " + error);
+    if (served)
+      *sequence = Sequence();   // the batch holds its state now
     inBatch.push_back(s);
   }
 
@@ -289,6 +406,11 @@ int runBatch(const HostModel &model, const std::vector<std::vector<int32_t>> &pr
       Sequence done;
       if (!batch->release(int64_t(slot), done, error))
         return fail("sequence " + std::to_string(s + 1) + ": " + error);
+      if (served) {
+        requests[s].sequence = std::move(done);
+        if (!finishRequest(s))
+          return fail("request " + std::to_string(s + 1) + ": " + error);
+      }
       inBatch[slot] = inBatch.back();
       inBatch.pop_back();
     }
@@ -337,6 +459,8 @@ int runBatch(const HostModel &model, const std::vector<std::vector<int32_t>> &pr
                    static_cast<unsigned long long>(st.graphCaptures), static_cast<unsigned long long>(st.graphReplays));
     std::fprintf(stderr, "; state %.1f MB\n", double(st.stateBytes) / 1e6);
   }
+  if (served && !served->statsJson.empty() && !writeStatsJson(served->statsJson, statsLines))
+    return fail("--stats-json: cannot write " + served->statsJson);
   for (size_t s = 0; s < count; ++s) {
     for (size_t i = 0; i < generated[s].size(); ++i)
       std::printf("%s%d", i ? "," : "", generated[s][i]);
@@ -348,51 +472,12 @@ int runBatch(const HostModel &model, const std::vector<std::vector<int32_t>> &pr
 /// Requests over the cache tiers: one (--prompt-ids) or one a line of stdin
 /// (--multi-turn), each the whole prompt; the session's state goes to the
 /// host pool between them, blocks of global KV to --cache-dir.
-int serve(const Artifact &artifact, const WeightSource &weights, const HostModel &model, std::vector<int32_t> prompt,
-          bool multiTurn, const std::string &session, const std::string &cacheDir, long long cacheBlock,
-          long long cacheMaxBytes, long long cacheTtl, const std::string &poolUrl, long long windowTtl,
-          long long poolMaxBytes, bool exactReplay, long long prefillChunk,
-          long long maxNew, double temperature, double topP, long long seed, bool printStats,
-          const std::string &statsJson, const std::string &dumpPath, const std::string &artifactPath) {
+int serve(const HostModel &model, Server &server, std::vector<int32_t> prompt, bool multiTurn,
+          const std::string &session, long long maxNew, double temperature, double topP, long long seed,
+          bool printStats, const std::string &statsJson, const std::string &dumpPath,
+          const std::string &artifactPath) {
   const Manifest &m = model.manifest();
   std::string error;
-  std::unique_ptr<PrefixStore> store;
-  if (!cacheDir.empty()) {
-    PrefixStore::Options o;
-    o.dir = cacheDir;
-    // 64 tokens, rounded up to a multiple of every compression ratio.
-    int64_t block = cacheBlock;
-    if (block == 0) {
-      block = 64;
-      for (const StateSlot &slot : m.state)
-        if (slot.ratio > 1 && block % slot.ratio)
-          block = (block / slot.ratio + 1) * slot.ratio;
-    }
-    o.blockTokens = block;
-    o.maxBytes = cacheMaxBytes;
-    o.ttlSeconds = cacheTtl;
-    store = PrefixStore::open(o, m, modelHash(artifact, weights), error);
-    if (!store)
-      return fail(error);
-  }
-  HostPool::Options poolOptions;
-  poolOptions.ttlSeconds = windowTtl;
-  poolOptions.maxBytes = poolMaxBytes;
-  // On the GPU the in-process pool keeps its records page-locked: a restore
-  // is then one DMA copy.
-  poolOptions.pin = [&model](const void *p, size_t n) { return model.pinHostMemory(p, n); };
-  poolOptions.unpin = [&model](const void *p) { model.unpinHostMemory(p); };
-  std::unique_ptr<HostPool> pool = poolUrl.empty()
-                                       ? HostPool::inProcess(m, poolOptions)
-                                       : HostPool::redis(m, poolOptions, poolUrl, modelHash(artifact, weights), error);
-  if (!pool)
-    return fail(error);
-  ServeOptions options;
-  options.store = store.get();
-  options.pool = pool.get();
-  options.exactReplay = exactReplay;
-  options.prefillChunk = prefillChunk;
-  Server server(model, options);
   std::mt19937_64 rng(static_cast<uint64_t>(seed));
   auto picker = [&](const float *row) { return pick(row, m.vocabSize, temperature, topP, rng); };
   std::vector<std::string> statsLines;
@@ -439,15 +524,8 @@ int serve(const Artifact &artifact, const WeightSource &weights, const HostModel
     lastIds = ids;
     ++request;
   }
-  if (!statsJson.empty()) {
-    std::string text = "[\n";
-    for (size_t i = 0; i < statsLines.size(); ++i)
-      text += " " + statsLines[i] + (i + 1 < statsLines.size() ? ",\n" : "\n");
-    text += "]\n";
-    std::ofstream out(statsJson);
-    if (!(out << text))
-      return fail("--stats-json: cannot write " + statsJson);
-  }
+  if (!statsJson.empty() && !writeStatsJson(statsJson, statsLines))
+    return fail("--stats-json: cannot write " + statsJson);
   // --dump-logits: the last request's rows.
   if (!dumpPath.empty() && !writeDump(dumpPath, m, artifactPath, lastIds, positions, rows, error))
     return fail(error);
@@ -573,10 +651,13 @@ int main(int argc, char **argv) {
     usage();
     return fail("an artifact, --weights and --prompt-ids (or --multi-turn, or --batch-prompts) are required");
   }
-  if (batched && (multiTurn || !cacheDir.empty() || !session.empty() || !poolUrl.empty() || !thenText.empty() ||
-                  warmup > 0 || prefillChunk > 0))
-    return fail("--batch and --batch-prompts do not combine with the cache tiers, --then-ids, --prefill-chunk or "
-                "--warmup");
+  if (batchCopies > 0 && (multiTurn || !cacheDir.empty() || !session.empty() || !poolUrl.empty() ||
+                          !thenText.empty() || warmup > 0 || prefillChunk > 0))
+    return fail("--batch does not combine with the cache tiers, --then-ids, --prefill-chunk or --warmup "
+                "(--batch-prompts takes the tiers)");
+  if (!batchPromptsPath.empty() && (multiTurn || !session.empty() || !thenText.empty() || warmup > 0))
+    return fail("--batch-prompts does not combine with --multi-turn, --then-ids or --warmup, nor with --session "
+                "(a line names its session: SESSION: ID,ID,...)");
   if (batchCopies > 0 && !batchPromptsPath.empty())
     return fail("--batch copies --prompt-ids; --batch-prompts lists the prompts: give one of them");
   if (!batchPromptsPath.empty() && !promptText.empty())
@@ -597,6 +678,17 @@ int main(int argc, char **argv) {
   if (!thenText.empty() && !parseIds(thenText, thenIds, error))
     return fail("--then-ids: " + error);
 
+  TierOptions tierOptions;
+  tierOptions.cacheDir = cacheDir;
+  tierOptions.poolUrl = poolUrl;
+  tierOptions.cacheBlock = cacheBlock;
+  tierOptions.cacheMaxBytes = cacheMaxBytes;
+  tierOptions.cacheTtl = cacheTtl;
+  tierOptions.windowTtl = windowTtl;
+  tierOptions.poolMaxBytes = poolMaxBytes;
+  tierOptions.exactReplay = replay == "exact";
+  tierOptions.prefillChunk = prefillChunk;
+
   Progress progress;
   std::shared_ptr<Artifact> artifact(Artifact::open(artifactPath, error));
   if (!artifact)
@@ -612,6 +704,7 @@ int main(int argc, char **argv) {
   if (batched) {
     std::vector<std::vector<int32_t>> prompts;
     std::vector<long long> newTokens;
+    std::vector<std::string> sessions;
     if (batchCopies > 0) {
       PrefillCache prefills;
       for (long long n : batchSizes) {
@@ -633,6 +726,19 @@ int main(int argc, char **argv) {
           line.pop_back();
         if (line.empty())
           continue;
+        // "SESSION: ": the request's session (its state goes to the host
+        // pool under that name when it leaves the batch).
+        std::string lineSession;
+        if (size_t colon = line.find(':'); colon != std::string::npos) {
+          lineSession = line.substr(0, colon);
+          while (!lineSession.empty() && std::isspace(static_cast<unsigned char>(lineSession.back())))
+            lineSession.pop_back();
+          if (lineSession.empty())
+            return fail(where + "an empty session name before ':'");
+          line.erase(0, colon + 1);
+          while (!line.empty() && std::isspace(static_cast<unsigned char>(line.front())))
+            line.erase(0, 1);
+        }
         long long mine = maxNew;
         if (size_t plus = line.find(" +"); plus != std::string::npos) {
           if (!parseInt(line.substr(plus + 2), mine) || mine < 0)
@@ -644,17 +750,32 @@ int main(int argc, char **argv) {
           return fail(where + error);
         prompts.push_back(std::move(prompt));
         newTokens.push_back(mine);
+        sessions.push_back(lineSession);
       }
       if (prompts.empty())
         return fail("--batch-prompts: '" + batchPromptsPath + "' lists no prompt");
     }
     PrefillCache prefills;
-    return runBatch(*model, prompts, newTokens, temperature, topP, seed, timing, dumpPath, artifactPath, prefills);
+    // Through the cache tiers when they are named, a line names a session,
+    // or the prompts are computed in chunks (the server's pieces).
+    bool servedPrompts = !cacheDir.empty() || !poolUrl.empty() || prefillChunk > 0 ||
+                         std::any_of(sessions.begin(), sessions.end(), [](const std::string &x) { return !x.empty(); });
+    if (!servedPrompts)
+      return runBatch(*model, prompts, newTokens, temperature, topP, seed, timing, dumpPath, artifactPath, prefills);
+    Tiers tiers;
+    if (!openTiers(*artifact, *weights, *model, tierOptions, tiers, error))
+      return fail(error);
+    ServedBatch served{*tiers.server, sessions, stats, statsJson};
+    return runBatch(*model, prompts, newTokens, temperature, topP, seed, timing, dumpPath, artifactPath, prefills,
+                    &served);
   }
-  if (serving)
-    return serve(*artifact, *weights, *model, multiTurn ? std::vector<int32_t>() : ids, multiTurn, session, cacheDir,
-                 cacheBlock, cacheMaxBytes, cacheTtl, poolUrl, windowTtl, poolMaxBytes, replay == "exact", prefillChunk, maxNew,
+  if (serving) {
+    Tiers tiers;
+    if (!openTiers(*artifact, *weights, *model, tierOptions, tiers, error))
+      return fail(error);
+    return serve(*model, *tiers.server, multiTurn ? std::vector<int32_t>() : ids, multiTurn, session, maxNew,
                  temperature, topP, seed, stats, statsJson, dumpPath, artifactPath);
+  }
   if (int64_t(ids.size() + thenIds.size()) + maxNew > m.maxPositions)
     return fail("prompt (" + std::to_string(ids.size()) + " tokens)" +
                 (thenIds.empty() ? std::string() : " + --then-ids (" + std::to_string(thenIds.size()) + ")") +
