@@ -75,8 +75,8 @@ def stats(path, *keys):
     return " ".join(f"{k}={r[k]}" for k in keys)
 
 
-def same_as_cold(logits):
-    r = subprocess.run([sys.executable, check_logits, logits, "--against", os.path.join(work, "cold.logits"),
+def same_as_cold(logits, cold=None):
+    r = subprocess.run([sys.executable, check_logits, logits, "--against", cold or os.path.join(work, "cold.logits"),
                         "--exact"], capture_output=True, text=True)
     return r.stdout.strip().split(": ", 1)[-1] if r.returncode == 0 else "FAILED " + r.stdout + r.stderr
 
@@ -93,6 +93,27 @@ try:
     run("--prompt-ids", "@" + p160, "--session", "agent", "--pool", redis.url, "--stats-json", f"{work}/b.json",
         "--dump-logits", f"{work}/b.logits")
     print("process 2:", stats(f"{work}/b.json", "host_hit_tokens", "computed_tokens"), same_as_cold(f"{work}/b.logits"))
+
+    # A served batch (--batch-prompts through the tiers, @batch_decode): a
+    # request that leaves the batch goes to its session in the pool (its
+    # prompt and the 3 tokens fed back); another process's next turn, which
+    # resends them, its last generated token and 10 more, takes that state
+    # and equals a cold run of the whole turn.
+    base = open(p150).read().strip().split(",")[:100]
+    with open(f"{work}/batch", "w") as f:
+        f.write("batched: " + ",".join(base) + " +4\n" + ",".join(base[:30]) + " +3\n")
+    r = run("--batch-prompts", f"{work}/batch", "--pool", redis.url, "--stats-json", f"{work}/f.json")
+    generated = r.stdout.strip().splitlines()[0].split(",")
+    turn = base + generated + base[:10]
+    with open(f"{work}/turn", "w") as f:
+        f.write(",".join(turn))
+    run("--prompt-ids", "@" + f"{work}/turn", "--dump-logits", f"{work}/turn-cold.logits")
+    run("--prompt-ids", "@" + f"{work}/turn", "--session", "batched", "--pool", redis.url, "--stats-json",
+        f"{work}/g.json", "--dump-logits", f"{work}/g.logits")
+    pooled = [x["host_bytes_written"] > 0 for x in json.load(open(f"{work}/f.json"))]
+    print(f"batch: {len(generated)} tokens generated, pooled {pooled}; next turn of {len(turn)}:",
+          stats(f"{work}/g.json", "host_hit_tokens", "computed_tokens"),
+          same_as_cold(f"{work}/g.logits", f"{work}/turn-cold.logits"))
 
     # The TTL is Redis's: a record written with 1 s is gone 1.5 s later.
     run("--prompt-ids", "@" + p150, "--session", "short", "--pool", redis.url, "--window-ttl", "1")
