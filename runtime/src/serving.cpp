@@ -165,13 +165,15 @@ bool Server::prefill(const std::string &session, const std::vector<int32_t> &ids
     int64_t next = n;
     if (options_.store)
       next = std::min(n, (have / options_.store->blockTokens() + 1) * options_.store->blockTokens());
-    if (options_.prefillChunk > 0)
-      next = std::min(next, have + options_.prefillChunk);
+    // A piece in calls of at most prefillChunk tokens (@prefill first when
+    // nothing was held, then @decode).
     std::vector<int32_t> piece(ids.begin() + have, ids.begin() + next);
     int64_t firstRow = 0;
-    if (!model_.run(have == 0 ? "prefill" : "decode", piece, out.sequence, out.logits, firstRow, error))
+    if (!model_.extend(piece, options_.prefillChunk, out.sequence, out.logits, firstRow, error,
+                       [&](const std::vector<float> &logits, int64_t row) {
+                         keepRows(logits, row, m.vocabSize, rows, rowPositions);
+                       }))
       return false;
-    keepRows(out.logits, firstRow, m.vocabSize, rows, rowPositions);
     stats.computedTokens += next - have;
     have = next;
     if (!persist(out, stats, error))

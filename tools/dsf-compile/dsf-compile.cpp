@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 #include "lowering/CPU/HostCodegen.h"
 #include "lowering/CPU/Manifest.h"
+#include "lowering/CUDA/TiledKernels.h"   // parseTileMath: the kernels' own list of --tile-math values
 #include "lowering/Passes.h"
 #include "models/import/GraphBuilder.h"
 #include "models/import/ModelConfig.h"
@@ -260,7 +261,7 @@ int main(int argc, char **argv) {
     return error("--topk-threshold-from: expected a count of entries >= 0, not " + std::to_string(topkThresholdFrom));
   if (batchInvariant && target != "cuda")
     return error("--batch-invariant chooses the kernels of --target=cuda (the CPU's sum in one order already)");
-  if (tileMath != "f32" && tileMath != "tf32" && tileMath != "3xtf32" && tileMath != "bf16")
+  if (!mlir::dsf::parseTileMath(tileMath))
     return error("--tile-math: unknown arithmetic '" + tileMath + "' (expected f32, tf32, 3xtf32 or bf16)");
   if (tileMath != "f32" && target != "cuda")
     return error("--tile-math chooses the kernels of --target=cuda");
