@@ -37,6 +37,9 @@ def DsfToLinalg : Pass<"dsf-to-linalg", "::mlir::ModuleOp"> {
                         "Entries from which the top-k is a threshold search (0: always)">,
                  Option<"pageTokens", "page-tokens", "int64_t", "64",
                         "Batched entry points: tokens a cache page covers (max(1, page-tokens / ratio) entries)">,
+                 Option<"packedPages", "packed-pages", "bool", "true",
+                        "Batched entry points: pages of a cache in FP8, MXFP4 or NVFP4 hold its packed "
+                        "rows (codes, then a scale byte a block), decoded where they are read">,
                  Option<"weightStorage", "weight-storage", "std::string", "\"declared\"",
                         "How weights are bound: 'declared' (a bf16 weight stays bf16, widened "
                         "to f32 as the products read it) or 'f32' (every float weight f32)">];

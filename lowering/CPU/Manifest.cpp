@@ -15,6 +15,8 @@ std::string dtypeOf(Type element) {
     return "i1";
   if (element.isInteger(32))
     return "i32";
+  if (element.isInteger(8))   // packed cache rows (codes and scale bytes)
+    return "u8";
   if (element.isBF16())
     return "bf16";
   return "f32";

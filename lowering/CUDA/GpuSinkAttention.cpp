@@ -63,6 +63,10 @@ struct Attention {
   /// the cache pages of `pageEntries` entries.
   bool slots = false;
   int64_t pageEntries = 0;
+  /// Packed pages (`packed`: fp8, mxfp4, nvfp4): each entry its format's
+  /// packed row, decoded as the kernel loads it.
+  std::optional<lowering::PackedCodes> packed;
+  int64_t packedBytes() const { return packed->codeBytes + width / packed->block; }
 };
 
 std::optional<Attention> parseAttention(DictionaryAttr spec, bool slots) {
@@ -74,8 +78,14 @@ std::optional<Attention> parseAttention(DictionaryAttr spec, bool slots) {
       window.getInt() < 1 || k.getInt() < 0 || !scale.getType().isF32() ||
       (slots && (!pageEntries || (k.getInt() > 0 && pageEntries.getInt() < 1))))
     return std::nullopt;
-  return Attention{heads.getInt(), width.getInt(), window.getInt(), k.getInt(), scale, slots,
-                   slots ? pageEntries.getInt() : 0};
+  Attention a{heads.getInt(), width.getInt(), window.getInt(), k.getInt(), scale, slots,
+              slots ? pageEntries.getInt() : 0, std::nullopt};
+  if (auto packed = spec.getAs<StringAttr>("packed")) {
+    a.packed = lowering::packedCodesNamed(packed.getValue(), a.width);
+    if (!slots || !a.packed || a.width % a.packed->block != 0)
+      return std::nullopt;
+  }
+  return a;
 }
 
 bool hasAttentionSignature(FunctionType type, const Attention &a, Builder &b) {
@@ -86,7 +96,9 @@ bool hasAttentionSignature(FunctionType type, const Attention &a, Builder &b) {
   SmallVector<std::pair<SmallVector<int64_t>, Type>> inputs{{{dyn, a.heads, a.width}, f32}, {{dyn, a.width}, f32}};
   if (a.slots)
     inputs.push_back({{dyn}, i32});
-  if (a.k && a.slots)
+  if (a.k && a.slots && a.packed)
+    inputs.append({{{dyn, a.packedBytes()}, b.getI8Type()}, {{dyn, dyn}, i32}, {{dyn, a.k}, i32}});
+  else if (a.k && a.slots)
     inputs.append({{{dyn, a.width}, f32}, {{dyn, dyn}, i32}, {{dyn, a.k}, i32}});
   else if (a.k)
     inputs.append({{{dyn, a.width}, f32}, {{dyn, a.k}, i32}});
@@ -199,6 +211,17 @@ struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
       self = add(k, arith::MulIOp::create(k, loc, t, idx(k, a.window)),
                  arith::RemUIOp::create(k, loc, position, idx(k, a.window)));
     }
+    // Channel d of a row of the window or the cache: packed pages' entries
+    // decoded as they load (the code byte and the block's scale byte, both
+    // in the entry's row), as the linalg decodes them.
+    auto loadRow = [&](OpBuilder &o, Value src, Value row, Value d) -> Value {
+      if (src != cache || !a.packed)
+        return memref::LoadOp::create(o, loc, src, ValueRange{row, d});
+      auto byteAt = [&](Value column) -> Value {
+        return arith::ExtUIOp::create(o, loc, o.getI32Type(), memref::LoadOp::create(o, loc, src, ValueRange{row, column}));
+      };
+      return lowering::decodePacked(o, loc, byteAt, d, *a.packed);
+    };
     using RowOf = function_ref<std::pair<Value, Value>(OpBuilder &, Value)>;
     auto logits = [&](OpBuilder &o, Value src, int64_t n, int64_t firstColumn, RowOf rowOf) {
       stridedLoop(o, warp, idx(o, n), 2 * kWarps, [&](OpBuilder &w, Value c) {
@@ -211,8 +234,8 @@ struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
         for (int64_t j = 0; j < width / kWarp; ++j) {
           Value d = add(w, lane, idx(w, j * kWarp));
           xs.push_back(memref::LoadOp::create(w, loc, qs, ValueRange{d}));
-          ys0.push_back(memref::LoadOp::create(w, loc, src, ValueRange{row0, d}));
-          ys1.push_back(memref::LoadOp::create(w, loc, src, ValueRange{row1, d}));
+          ys0.push_back(loadRow(w, src, row0, d));
+          ys1.push_back(loadRow(w, src, row1, d));
         }
         Value partial0 = f32c(w, 0), partial1 = f32c(w, 0);
         for (size_t j = 0; j < xs.size(); ++j) {
@@ -340,7 +363,7 @@ struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
               p.push_back(arith::DivFOp::create(
                   w, loc, memref::LoadOp::create(w, loc, weights, ValueRange{add(w, c, idx(w, firstColumn))}), denom));
               for (Value d : dims)
-                v.push_back(memref::LoadOp::create(w, loc, src, ValueRange{row, d}));
+                v.push_back(loadRow(w, src, row, d));
             }
             SmallVector<Value> next(acc);
             for (int64_t u = 0; u < unroll; ++u)

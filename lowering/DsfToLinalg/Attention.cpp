@@ -775,6 +775,12 @@ Value sinkAttention(OpBuilder &b, Location loc, Value q, const QueryRows &rows, 
   auto entryRow = [&](OpBuilder &nb, Location l, Value t, Value e) {
     return rows.entryRow ? rows.entryRow(nb, l, t, e) : e;
   };
+  // Channel c of a cache row: its f32 value, or decoded from its packed row.
+  auto cacheAt = [&](OpBuilder &nb, Location l, Value row, Value c) -> Value {
+    if (rows.cacheRow)
+      return decodeElement(nb, l, cache, ValueRange{row}, c, *rows.cacheRow);
+    return tensor::ExtractOp::create(nb, l, cache, ValueRange{row, c});
+  };
 
   auto logitsType = RankedTensorType::get({ShapedType::kDynamic, heads, ShapedType::kDynamic}, f32);
   // Window logits over the band only (O(tokens x W), not O(tokens x rows));
@@ -843,7 +849,7 @@ Value sinkAttention(OpBuilder &b, Location loc, Value q, const QueryRows &rows, 
                      [&](OpBuilder &nb, Location l, ValueRange a) {
                        Value e = arith::IndexCastOp::create(nb, l, nb.getIndexType(), arith::MaxSIOp::create(nb, l, a[1], i32Const(nb, l, 0)));
                        Value row = entryRow(nb, l, linalg::IndexOp::create(nb, l, 0), e);
-                       Value kv = tensor::ExtractOp::create(nb, l, cache, ValueRange{row, linalg::IndexOp::create(nb, l, 3)});
+                       Value kv = cacheAt(nb, l, row, linalg::IndexOp::create(nb, l, 3));
                        Value p = arith::MulFOp::create(nb, l, a[0], kv);
                        linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], p).getResult());
                      })
@@ -918,7 +924,7 @@ Value sinkAttention(OpBuilder &b, Location loc, Value q, const QueryRows &rows, 
                  } else {
                    Value e = arith::IndexCastOp::create(nb, l, nb.getIndexType(), arith::MaxSIOp::create(nb, l, a[3], i32Const(nb, l, 0)));
                    Value row = entryRow(nb, l, linalg::IndexOp::create(nb, l, 0), e);
-                   v = tensor::ExtractOp::create(nb, l, cache, ValueRange{row, linalg::IndexOp::create(nb, l, 2)});
+                   v = cacheAt(nb, l, row, linalg::IndexOp::create(nb, l, 2));
                  }
                  linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a.back(), arith::MulFOp::create(nb, l, p, v)).getResult());
                })

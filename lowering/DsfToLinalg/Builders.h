@@ -20,6 +20,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 
 namespace mlir::dsf::lowering {
@@ -72,6 +73,33 @@ std::string routerName(const RouterSpec &spec);
 SmallVector<Type> routerResultTypes(MLIRContext *ctx, const RouterSpec &spec);
 SmallVector<Value> routeTokens(OpBuilder &b, Location loc, const RouterSpec &spec, ValueRange args);
 
+/// A cache row in its packed format, the layout of the runtime's codecs
+/// (runtime/src/codecs.cpp): the codes (E4M3 a byte; E2M1 two a byte, the
+/// even element in the low nibble, sign bit 3 and grid index bits 0-2), then
+/// one scale byte (UE8M0: the biased exponent; or E4M3) per block. The
+/// formats the codecs have: FP8 (E4M3, UE8M0 / 32), MXFP4 (E2M1, UE8M0 /
+/// 32), NVFP4 (E2M1, E4M3 / 16), 1-D blocks, no bf16 tail.
+struct PackedRow {
+  QuantAttr format;
+  int64_t width = 0, codeBytes = 0, bytes = 0;
+  bool fp4() const { return format.getElement() == ScalarFormat::e2m1; }
+  PackedCodes codes() const {
+    return PackedCodes{fp4(), format.getScale() == ScaleFormat::e4m3, codeBytes, format.getBlockCols()};
+  }
+};
+/// The packed row of `format` over `width` channels, if the codecs have it.
+std::optional<PackedRow> packedRow(QuantAttr format, int64_t width);
+/// "fp8", "mxfp4" or "nvfp4" (the runtime's codec names).
+std::string packedRowName(const PackedRow &row);
+/// x [..., width] f32 quantized (as dsf.quantize rounds it) and packed:
+/// [..., bytes] i8.
+Value packRows(OpBuilder &b, Location loc, Value x, const PackedRow &row);
+/// Channel c of the packed row at `at` (every index but the last) of
+/// `bytes`, decoded: the f32 value dsf.quantize's rounding gives, bit for bit.
+Value decodeElement(OpBuilder &b, Location loc, Value bytes, ValueRange at, Value c, const PackedRow &row);
+/// Packed rows [..., bytes] decoded whole: [..., width] f32.
+Value unpackRows(OpBuilder &b, Location loc, Value bytes, const PackedRow &row);
+
 /// Sink attention over a layer's window band and, with k > 0, the k selected
 /// entries of its cache runs in a helper function per shape
 /// (dsf_attention_...): queries [tokens, heads, width], window [rows, width],
@@ -94,7 +122,8 @@ struct QueryRows {
   /// Band column w (0 .. W-1, oldest first) of query t: (whether it is a
   /// row of the sequence, a row of `window` to read: one that exists).
   std::function<std::pair<Value, Value>(OpBuilder &, Location, Value t, Value w)> bandRow;
-  Value cache;             // [rows, width], or null
+  Value cache;             // [rows, width], or null; packed: [rows, bytes] i8
+  std::optional<PackedRow> cacheRow;   // the cache's packed row, if packed
   Value entries;           // the extent of the entry axis
   int64_t ratio = 1;
   /// Entry e of query t: its row of `cache` (null: row e).
@@ -124,6 +153,7 @@ Value sinkAttention(OpBuilder &b, Location loc, Value q, const QueryRows &rows, 
 struct SlotAttentionSpec {
   AttentionSpec attention;
   int64_t pageEntries = 0;
+  std::optional<PackedRow> packed;   // the pages' packed row ([pages * E, bytes] i8), if packed
 };
 std::string slotAttentionName(const SlotAttentionSpec &spec);
 SmallVector<Type> slotAttentionInputTypes(MLIRContext *ctx, const SlotAttentionSpec &spec);
@@ -154,6 +184,9 @@ struct LoweringState {
   /// Tokens a page of a batched entry point's caches covers: a cache of
   /// ratio r keeps max(1, pageTokens / r) entries a page.
   int64_t pageTokens = 64;
+  /// Whether a batched entry point's caches of a packed format (PackedRow)
+  /// keep their pages packed.
+  bool packedPages = true;
   int64_t pageEntries(int64_t ratio) const { return std::max<int64_t>(1, pageTokens / ratio); }
 };
 
@@ -349,7 +382,9 @@ SmallVector<Value> indexSelect(OpBuilder &b, Location loc, IndexTopkOp op, Value
 void populateSlotPatterns(RewritePatternSet &patterns, const TypeConverter &types, LoweringState &state);
 
 /// The state types of a batched entry point: a window its rings [slots, W,
-/// width], a cache its pages [pages, E, width] (E for its ratio).
+/// width], a cache its pages [pages, E, width] (E for its ratio), or, of a
+/// packed format, [pages, E, bytes] i8, and so the quantized rows written
+/// to them.
 void addSlotTypeConversions(TypeConverter &types, const LoweringState &state);
 
 /// Populates the patterns of Quant.cpp: quantize (bit-exact rounding to the

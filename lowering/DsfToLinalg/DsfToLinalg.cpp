@@ -1041,6 +1041,7 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
       return signalPassFailure();
     }
     state.pageTokens = int64_t(pageTokens);
+    state.packedPages = packedPages;
     WeightValues &weights = state.weights;
     SmallVector<func::FuncOp> batched;   // batched entry points and their layers' functions
     for (auto model : llvm::to_vector(module.getBody()->getOps<ModelOp>())) {
@@ -1262,12 +1263,15 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
       auto out = RankedTensorType::get({ShapedType::kDynamic, a.heads, a.width}, b.getF32Type());
       SmallVector<NamedAttribute> fields = attentionFields(a);
       fields.push_back(b.getNamedAttr("page_entries", b.getI64IntegerAttr(spec.pageEntries)));
+      if (spec.packed)
+        fields.push_back(b.getNamedAttr("packed", b.getStringAttr(packedRowName(*spec.packed))));
       Block *entry = addHelper(name, inputs, {out}, "dsf.slot_attention", fields);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(entry);
       ValueRange args = entry->getArguments();
       Value pool = a.k ? args[3] : Value(), table = a.k ? args[4] : Value(), selection = a.k ? args[5] : Value();
       QueryRows rows = slotRows(b, loc, args[1], a.window, pool, table, spec.pageEntries, /*ratio=*/1, args[2]);
+      rows.cacheRow = spec.packed;
       func::ReturnOp::create(b, loc, sinkAttention(b, loc, args[0], rows, selection, args.back(), a.scale));
     }
 

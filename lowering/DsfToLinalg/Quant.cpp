@@ -2,10 +2,12 @@
 //
 // dsf.quantize rounds each block of the last dimension to its format with
 // MODEL.md's rules, bit for bit as runtime/src/codecs.cpp and the NumPy
-// codecs (test/reference/codecs_np.py) do; on the CPU a quantized tensor is
-// held as the f32 values its codes decode to (dequantize is then the
-// identity), so the numbers are those of the packed format while the bytes
-// are not yet packed: packed storage comes with the runtime's cache tiers.
+// codecs (test/reference/codecs_np.py) do. A quantized tensor is held as the
+// f32 values its codes decode to (dequantize is then the identity) or, where
+// the type converter says bytes (the pages of a batched entry point's
+// caches, Slots.cpp), packed as the runtime's codecs pack a row (the codes,
+// then a scale byte a block) and decoded where it is read: the same values
+// bit for bit, in a quarter (FP8) or an eighth (FP4) of the bytes.
 // Supported: E4M3 or E2M1 elements with 1-D UE8M0 or E4M3 block scales (the
 // window, the index keys and queries, the compressed KV), V4's rows with a
 // bf16 tail, plain bf16; 2-D block scales fail to legalize by name.
@@ -57,31 +59,36 @@ Value ue8m0Scale(OpBuilder &b, Location loc, Value amax, double maximum, double 
   return arith::SelectOp::create(b, loc, isZero, smallest, normal);
 }
 
-/// The E2M1 value nearest |x| (<= 6) with the sign of x, ties to the even
-/// grid index: grid 0, .5, 1, 1.5, 2, 3, 4, 6; midpoints .25 .. 5.
-Value e2m1Round(OpBuilder &b, Location loc, Value x) {
-  static const float grid[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+/// The grid index (0 .. 7) of the E2M1 value nearest |x| (<= 6), ties to
+/// the even index: grid 0, .5, 1, 1.5, 2, 3, 4, 6; midpoints .25 .. 5.
+const float kE2M1Grid[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+Value e2m1Index(OpBuilder &b, Location loc, Value x) {
   Value a = math::AbsFOp::create(b, loc, x);
   Value index = i32Const(b, loc, 0);
   Value bump = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
   for (int m = 0; m < 7; ++m) {
-    Value mid = f32Const(b, loc, (grid[m] + grid[m + 1]) / 2);
+    Value mid = f32Const(b, loc, (kE2M1Grid[m] + kE2M1Grid[m + 1]) / 2);
     Value below = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, mid, a);
     index = arith::AddIOp::create(b, loc, index, arith::ExtUIOp::create(b, loc, b.getI32Type(), below));
     if (m % 2 == 1)  // a tie at an odd index goes up to the even one
       bump = arith::OrIOp::create(b, loc, bump, arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, a, mid));
   }
-  index = arith::AddIOp::create(b, loc, index, arith::ExtUIOp::create(b, loc, b.getI32Type(), bump));
-  Value value = f32Const(b, loc, grid[0]);
+  return arith::AddIOp::create(b, loc, index, arith::ExtUIOp::create(b, loc, b.getI32Type(), bump));
+}
+
+/// The E2M1 value nearest |x| (<= 6) with the sign of x.
+Value e2m1Round(OpBuilder &b, Location loc, Value x) {
+  Value index = e2m1Index(b, loc, x);
+  Value value = f32Const(b, loc, kE2M1Grid[0]);
   for (int g = 1; g < 8; ++g)
     value = arith::SelectOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, index, i32Const(b, loc, g)),
-                                    f32Const(b, loc, grid[g]), value);
+                                    f32Const(b, loc, kE2M1Grid[g]), value);
   return math::CopySignOp::create(b, loc, value, x);
 }
 
-/// Rounds each block of x's last axis to E4M3 / E2M1 with UE8M0 / E4M3
-/// scales; the decoded values.
-Value blockQuantize(OpBuilder &b, Location loc, Value x, QuantAttr format) {
+/// The scale of each block of x's last axis ([..., width / block] f32):
+/// UE8M0 from the block's amax, or NVFP4's E4M3.
+Value blockScales(OpBuilder &b, Location loc, Value x, QuantAttr format) {
   MLIRContext *ctx = b.getContext();
   bool e4m3 = format.getElement() == ScalarFormat::e4m3, ue8m0 = format.getScale() == ScaleFormat::ue8m0;
   int64_t block = format.getBlockCols();
@@ -113,7 +120,7 @@ Value blockQuantize(OpBuilder &b, Location loc, Value x, QuantAttr format) {
                      linalg::YieldOp::create(nb, l, arith::MaximumFOp::create(nb, l, a[1], math::AbsFOp::create(nb, l, a[0])).getResult());
                    })
                    .getResult(0);
-  Value scale = elementwise(b, loc, ValueRange{amax}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+  return elementwise(b, loc, ValueRange{amax}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
     if (ue8m0)
       return e4m3 ? ue8m0Scale(nb, l, a[0], 448.0, 1e-4) : ue8m0Scale(nb, l, a[0], 6.0, 6.0 * std::ldexp(1.0, -126));
     // NVFP4's E4M3 scale, saturating at 448 (MODEL.md is silent; our choice).
@@ -121,24 +128,71 @@ Value blockQuantize(OpBuilder &b, Location loc, Value x, QuantAttr format) {
                                     f32Const(nb, l, 6.0));
     return e4m3Rne(nb, l, arith::MinimumFOp::create(nb, l, s, f32Const(nb, l, 448.0)));
   });
-  SmallVector<AffineExpr> scaleAt;
-  for (unsigned d = 0; d + 1 < r; ++d)
-    scaleAt.push_back(getAffineDimExpr(d, ctx));
-  scaleAt.push_back(getAffineDimExpr(r - 1, ctx).floorDiv(block));
+}
+
+/// x / scale clamped to the element format's range (448 or 6).
+Value scaledElement(OpBuilder &b, Location loc, Value x, Value scale, bool e4m3) {
   double limit = e4m3 ? 448.0 : 6.0;
-  Value out = linalg::GenericOp::create(
-                  b, loc, TypeRange{type}, ValueRange{x, scale}, ValueRange{emptyTensor(b, loc, type, x)},
-                  ArrayRef<AffineMap>{pick(ctx, r, range(0, r)), AffineMap::get(r, 0, scaleAt, ctx), pick(ctx, r, range(0, r))},
-                  iterators(r),
-                  [&](OpBuilder &nb, Location l, ValueRange a) {
-                    Value scaled = arith::DivFOp::create(nb, l, a[0], a[1]);
-                    scaled = arith::MaximumFOp::create(nb, l, arith::MinimumFOp::create(nb, l, scaled, f32Const(nb, l, limit)),
-                                                       f32Const(nb, l, -limit));
-                    Value q = e4m3 ? e4m3Rne(nb, l, scaled) : e2m1Round(nb, l, scaled);
-                    linalg::YieldOp::create(nb, l, arith::MulFOp::create(nb, l, q, a[1]).getResult());
-                  })
-                  .getResult(0);
-  return out;
+  Value scaled = arith::DivFOp::create(b, loc, x, scale);
+  return arith::MaximumFOp::create(b, loc, arith::MinimumFOp::create(b, loc, scaled, f32Const(b, loc, limit)),
+                                   f32Const(b, loc, -limit));
+}
+
+/// The map (d0, ..., dr-1) -> (d0, ..., dr-2, last) of an r-D iteration.
+AffineMap lastAxisMap(MLIRContext *ctx, unsigned r, AffineExpr last) {
+  SmallVector<AffineExpr> exprs;
+  for (unsigned d = 0; d + 1 < r; ++d)
+    exprs.push_back(getAffineDimExpr(d, ctx));
+  exprs.push_back(last);
+  return AffineMap::get(r, 0, exprs, ctx);
+}
+
+/// Rounds each block of x's last axis to E4M3 / E2M1 with UE8M0 / E4M3
+/// scales; the decoded values.
+Value blockQuantize(OpBuilder &b, Location loc, Value x, QuantAttr format) {
+  MLIRContext *ctx = b.getContext();
+  bool e4m3 = format.getElement() == ScalarFormat::e4m3;
+  int64_t block = format.getBlockCols();
+  auto type = tensorType(x);
+  unsigned r = type.getRank();
+  Value scale = blockScales(b, loc, x, format);
+  AffineMap identity = pick(ctx, r, range(0, r));
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{type}, ValueRange{x, scale}, ValueRange{emptyTensor(b, loc, type, x)},
+             ArrayRef<AffineMap>{identity, lastAxisMap(ctx, r, getAffineDimExpr(r - 1, ctx).floorDiv(block)), identity},
+             iterators(r),
+             [&](OpBuilder &nb, Location l, ValueRange a) {
+               Value scaled = scaledElement(nb, l, a[0], a[1], e4m3);
+               Value q = e4m3 ? e4m3Rne(nb, l, scaled) : e2m1Round(nb, l, scaled);
+               linalg::YieldOp::create(nb, l, arith::MulFOp::create(nb, l, q, a[1]).getResult());
+             })
+      .getResult(0);
+}
+
+Value shr(OpBuilder &b, Location loc, Value x, int32_t n) { return arith::ShRUIOp::create(b, loc, x, i32Const(b, loc, n)); }
+Value shl(OpBuilder &b, Location loc, Value x, int32_t n) { return arith::ShLIOp::create(b, loc, x, i32Const(b, loc, n)); }
+Value mask(OpBuilder &b, Location loc, Value x, int32_t m) { return arith::AndIOp::create(b, loc, x, i32Const(b, loc, m)); }
+Value bitsOf(OpBuilder &b, Location loc, Value f) { return arith::BitcastOp::create(b, loc, b.getI32Type(), f); }
+Value floatOf(OpBuilder &b, Location loc, Value i) { return arith::BitcastOp::create(b, loc, b.getF32Type(), i); }
+
+/// The E4M3FN code (i32, 0 .. 255) of an E4M3 value v (e4m3Rne's): sign
+/// bit 7, exponent field (bias 7) bits 3-6, mantissa bits 0-2; below 2^-6 a
+/// subnormal, v / 2^-9 in the mantissa.
+Value e4m3Code(OpBuilder &b, Location loc, Value v) {
+  Value bits = bitsOf(b, loc, v);
+  Value sign = mask(b, loc, shr(b, loc, bits, 24), 0x80);
+  Value biased = mask(b, loc, shr(b, loc, bits, 23), 0xff);
+  Value normal = arith::OrIOp::create(b, loc, shl(b, loc, arith::SubIOp::create(b, loc, biased, i32Const(b, loc, 120)), 3),
+                                      mask(b, loc, shr(b, loc, bits, 20), 7));
+  Value subnormal = arith::FPToUIOp::create(
+      b, loc, b.getI32Type(), arith::MulFOp::create(b, loc, math::AbsFOp::create(b, loc, v), f32Const(b, loc, 512.0)));
+  Value isNormal = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, biased, i32Const(b, loc, 121));
+  return arith::OrIOp::create(b, loc, arith::SelectOp::create(b, loc, isNormal, normal, subnormal), sign);
+}
+
+/// The E2M1 code (i32, 0 .. 15) of x rounded: grid index bits 0-2, x's sign bit 3.
+Value e2m1Code(OpBuilder &b, Location loc, Value x) {
+  return arith::OrIOp::create(b, loc, e2m1Index(b, loc, x), mask(b, loc, shr(b, loc, bitsOf(b, loc, x), 28), 8));
 }
 
 /// x rounded to bf16 (RNE), back in f32. With the bits rather than
@@ -192,6 +246,16 @@ struct QuantizeLowering : DsfPattern<QuantizeOp> {
     Location loc = op.getLoc();
     auto format = llvm::cast<QTensorType>(op.getType()).getFormat();
     Value x = adaptor.getInput();
+    // Packed where the converter holds the tensor as bytes (a batched entry
+    // point's caches: their pages).
+    auto held = llvm::dyn_cast_or_null<RankedTensorType>(getTypeConverter()->convertType(op.getType()));
+    if (held && held.getElementType().isInteger(8)) {
+      std::optional<PackedRow> row = packedRow(format, tensorType(x).getShape().back());
+      if (!row)
+        return b.notifyMatchFailure(op, "bytes for a format without a packed row");
+      b.replaceOp(op, packRows(b, loc, x, *row));
+      return success();
+    }
     if (format.getElement() == ScalarFormat::bf16) {
       b.replaceOp(op, bf16Round(b, loc, x));
       return success();
@@ -219,18 +283,138 @@ struct QuantizeLowering : DsfPattern<QuantizeOp> {
   }
 };
 
-/// A quantized tensor is held as its decoded f32 values: dequantize is the identity.
+/// A quantized tensor held as its decoded f32 values: dequantize is the
+/// identity; held packed (bytes): decoded.
 struct DequantizeLowering : DsfPattern<DequantizeOp> {
   using DsfPattern::DsfPattern;
   LogicalResult matchAndRewrite(DequantizeOp op, OpAdaptor adaptor, ConversionPatternRewriter &b) const override {
-    if (!llvm::isa<RankedTensorType>(adaptor.getInput().getType()))
+    auto held = llvm::dyn_cast<RankedTensorType>(adaptor.getInput().getType());
+    if (!held)
       return b.notifyMatchFailure(op, "operand not lowered");
+    if (held.getElementType().isInteger(8)) {
+      auto type = llvm::cast<QTensorType>(op.getInput().getType());
+      std::optional<PackedRow> row = packedRow(type.getFormat(), type.getShape().back());
+      if (!row)
+        return b.notifyMatchFailure(op, "bytes for a format without a packed row");
+      b.replaceOp(op, unpackRows(b, op.getLoc(), adaptor.getInput(), *row));
+      return success();
+    }
     b.replaceOp(op, adaptor.getInput());
     return success();
   }
 };
 
 } // namespace
+
+std::optional<PackedRow> packedRow(QuantAttr format, int64_t width) {
+  if (!format || format.getBf16Tail() != 0 || format.getBlockRows() != 1)
+    return std::nullopt;
+  ScalarFormat e = format.getElement();
+  ScaleFormat s = format.getScale();
+  int64_t block = format.getBlockCols();
+  bool fp8 = e == ScalarFormat::e4m3 && s == ScaleFormat::ue8m0 && block == 32;
+  bool mxfp4 = e == ScalarFormat::e2m1 && s == ScaleFormat::ue8m0 && block == 32;
+  bool nvfp4 = e == ScalarFormat::e2m1 && s == ScaleFormat::e4m3 && block == 16;
+  if (!(fp8 || mxfp4 || nvfp4) || width % block != 0)
+    return std::nullopt;
+  PackedRow row;
+  row.format = format;
+  row.width = width;
+  row.codeBytes = fp8 ? width : width / 2;
+  row.bytes = row.codeBytes + width / block;
+  return row;
+}
+
+std::string packedRowName(const PackedRow &row) {
+  if (!row.fp4())
+    return "fp8";
+  return row.format.getScale() == ScaleFormat::ue8m0 ? "mxfp4" : "nvfp4";
+}
+
+Value packRows(OpBuilder &b, Location loc, Value x, const PackedRow &row) {
+  MLIRContext *ctx = b.getContext();
+  bool e4m3 = !row.fp4();
+  int64_t block = row.format.getBlockCols();
+  auto type = tensorType(x);
+  unsigned r = type.getRank();
+  auto i8 = b.getI8Type();
+  Value scale = blockScales(b, loc, x, row.format);
+  // The codes: [..., codeBytes], byte j from element j (E4M3) or elements
+  // 2j (low nibble) and 2j + 1 (E2M1), each with its block's scale.
+  SmallVector<int64_t> shape(type.getShape());
+  shape.back() = row.codeBytes;
+  auto codesType = RankedTensorType::get(shape, i8);
+  AffineExpr j = getAffineDimExpr(r - 1, ctx);
+  SmallVector<Value> inputs{x};
+  SmallVector<AffineMap> maps;
+  if (e4m3) {
+    maps = {lastAxisMap(ctx, r, j), lastAxisMap(ctx, r, j.floorDiv(block))};
+    inputs.push_back(scale);
+  } else {
+    maps = {lastAxisMap(ctx, r, 2 * j), lastAxisMap(ctx, r, 2 * j + 1), lastAxisMap(ctx, r, j.floorDiv(block / 2))};
+    inputs.append({x, scale});
+  }
+  maps.push_back(lastAxisMap(ctx, r, j));
+  Value codes = linalg::GenericOp::create(
+                    b, loc, TypeRange{codesType}, inputs, ValueRange{emptyTensor(b, loc, codesType, x)}, maps,
+                    iterators(r),
+                    [&](OpBuilder &nb, Location l, ValueRange a) {
+                      Value code;
+                      if (e4m3) {
+                        code = e4m3Code(nb, l, e4m3Rne(nb, l, scaledElement(nb, l, a[0], a[1], true)));
+                      } else {
+                        Value low = e2m1Code(nb, l, scaledElement(nb, l, a[0], a[2], false));
+                        Value high = e2m1Code(nb, l, scaledElement(nb, l, a[1], a[2], false));
+                        code = arith::OrIOp::create(nb, l, low, shl(nb, l, high, 4));
+                      }
+                      linalg::YieldOp::create(nb, l, arith::TruncIOp::create(nb, l, nb.getI8Type(), code).getResult());
+                    })
+                    .getResult(0);
+  Value scales = elementwise(
+      b, loc, ValueRange{scale},
+      [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        Value byte = row.format.getScale() == ScaleFormat::e4m3 ? e4m3Code(nb, l, a[0])
+                                                                 : mask(nb, l, shr(nb, l, bitsOf(nb, l, a[0]), 23), 0xff);
+        return arith::TruncIOp::create(nb, l, nb.getI8Type(), byte);
+      },
+      i8);
+  shape.back() = row.bytes;
+  auto rowType = RankedTensorType::get(shape, i8);
+  Value out = emptyTensor(b, loc, rowType, x);
+  for (auto [part, from, count] : {std::make_tuple(codes, int64_t(0), row.codeBytes),
+                                   std::make_tuple(scales, row.codeBytes, row.bytes - row.codeBytes)}) {
+    ChannelSlice s = channels(b, loc, out, from, count);
+    out = tensor::InsertSliceOp::create(b, loc, part, out, s.offsets, s.sizes, s.strides);
+  }
+  return out;
+}
+
+Value decodeElement(OpBuilder &b, Location loc, Value bytes, ValueRange at, Value c, const PackedRow &row) {
+  auto byteAt = [&](Value column) -> Value {
+    SmallVector<Value> index(at.begin(), at.end());
+    index.push_back(column);
+    return arith::ExtUIOp::create(b, loc, b.getI32Type(), tensor::ExtractOp::create(b, loc, bytes, index));
+  };
+  return decodePacked(b, loc, byteAt, c, row.codes());
+}
+
+Value unpackRows(OpBuilder &b, Location loc, Value bytes, const PackedRow &row) {
+  auto type = tensorType(bytes);
+  unsigned r = type.getRank();
+  SmallVector<int64_t> shape(type.getShape());
+  shape.back() = row.width;
+  auto outType = RankedTensorType::get(shape, b.getF32Type());
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{outType}, ValueRange{}, ValueRange{emptyTensor(b, loc, outType, bytes)},
+             ArrayRef<AffineMap>{pick(b.getContext(), r, range(0, r))}, iterators(r),
+             [&](OpBuilder &nb, Location l, ValueRange) {
+               SmallVector<Value> at;
+               for (unsigned d = 0; d + 1 < r; ++d)
+                 at.push_back(linalg::IndexOp::create(nb, l, d));
+               linalg::YieldOp::create(nb, l, decodeElement(nb, l, bytes, at, linalg::IndexOp::create(nb, l, r - 1), row));
+             })
+      .getResult(0);
+}
 
 void populateQuantPatterns(RewritePatternSet &patterns, const TypeConverter &types, LoweringState &state) {
   patterns.add<QuantizeLowering, DequantizeLowering>(types, patterns.getContext(), state);

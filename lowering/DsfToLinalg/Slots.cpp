@@ -120,6 +120,13 @@ struct SlotWindowWrite : SlotPattern<WindowWriteOp> {
     Value ring = adaptor.getPrior(), rows = adaptor.getRows();
     if (failed(pos) || !ring || !llvm::isa<RankedTensorType>(rows.getType()))
       return b.notifyMatchFailure(op, "a batched window write continues a ring with f32 rows");
+    if (tensorType(rows).getElementType().isInteger(8)) {   // packed rows, to the f32 ring
+      auto type = llvm::cast<QTensorType>(op.getRows().getType());
+      std::optional<PackedRow> row = packedRow(type.getFormat(), type.getShape().back());
+      if (!row)
+        return b.notifyMatchFailure(op, "bytes for a format without a packed row");
+      rows = unpackRows(b, op.getLoc(), rows, *row);
+    }
     int64_t size = llvm::cast<WindowType>(op.getType()).getSize();
     b.replaceOp(op, scatterRows(b, op.getLoc(), ring, rows, [&](OpBuilder &nb, Location l, Value t) {
                   Value slot = arith::RemUIOp::create(nb, l, positionAt(nb, l, *pos, t), indexConst(nb, l, size));
@@ -148,7 +155,7 @@ struct SlotCacheWrite : SlotPattern<CacheWriteOp> {
     FailureOr<Value> pages = table(op, ratio, b);
     Value pool = adaptor.getPrior(), rows = adaptor.getEntries();
     if (failed(pos) || failed(pages) || !pool || !llvm::isa<RankedTensorType>(rows.getType()))
-      return b.notifyMatchFailure(op, "a batched cache write continues its pages with f32 rows");
+      return b.notifyMatchFailure(op, "a batched cache write continues its pages with rows");
     int64_t pageEntries = state.pageEntries(ratio);
     b.replaceOp(op, scatterRows(b, op.getLoc(), pool, rows, [&](OpBuilder &nb, Location l, Value t) {
                   auto [completes, entry] = completedEntry(nb, l, positionAt(nb, l, *pos, t), ratio);
@@ -254,13 +261,20 @@ struct SlotIndexTopk : SlotPattern<IndexTopkOp> {
                                       b.getF32Type());
     Value init = filled(b, loc, f32Const(b, loc, 0), tensor::EmptyOp::create(b, loc, type, ValueRange{tokens, entries}));
     Value table = *pages;
+    auto keysType = llvm::cast<CacheType>(op.getKeys().getType());
+    std::optional<PackedRow> packed;
+    if (tensorType(keys).getElementType().isInteger(8) &&
+        !(packed = packedRow(keysType.getFormat(), keysType.getWidth())))
+      return b.notifyMatchFailure(op, "packed index keys of a format without a packed row");
     Value dots = linalg::GenericOp::create(
                      b, loc, TypeRange{type}, ValueRange{q}, ValueRange{init},
                      ArrayRef<AffineMap>{pick(ctx, 4, {0, 1, 3}), pick(ctx, 4, {0, 1, 2})}, iterators(3, 1),
                      [&](OpBuilder &nb, Location l, ValueRange a) {
                        Value row = pageRow(nb, l, table, pageEntries, linalg::IndexOp::create(nb, l, 0),
                                            linalg::IndexOp::create(nb, l, 2));
-                       Value key = tensor::ExtractOp::create(nb, l, keys, ValueRange{row, linalg::IndexOp::create(nb, l, 3)});
+                       Value c = linalg::IndexOp::create(nb, l, 3);
+                       Value key = packed ? decodeElement(nb, l, keys, ValueRange{row}, c, *packed)
+                                          : tensor::ExtractOp::create(nb, l, keys, ValueRange{row, c}).getResult();
                        Value p = arith::MulFOp::create(nb, l, a[0], key);
                        linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[1], p).getResult());
                      })
@@ -292,8 +306,13 @@ struct SlotAttention : SlotPattern<AttentionOp> {
     double scale = op.getScale().convertToDouble();
     Value pool, pages;
     int64_t ratio = 1, pageEntries = 0;
+    std::optional<PackedRow> packed;
     if (op.getCache()) {
-      ratio = llvm::cast<CacheType>(op.getCache().getType()).getRatio();
+      auto cacheType = llvm::cast<CacheType>(op.getCache().getType());
+      ratio = cacheType.getRatio();
+      if (tensorType(adaptor.getCache()).getElementType().isInteger(8) &&
+          !(packed = packedRow(cacheType.getFormat(), cacheType.getWidth())))
+        return b.notifyMatchFailure(op, "packed pages of a format without a packed row");
       FailureOr<Value> t = table(op, ratio, b);
       if (failed(t))
         return failure();
@@ -303,13 +322,14 @@ struct SlotAttention : SlotPattern<AttentionOp> {
     }
     if (pool && !selection) {
       QueryRows rows = slotRows(b, loc, ring, windowSize, pool, pages, pageEntries, ratio, *pos);
+      rows.cacheRow = packed;
       b.replaceOp(op, sinkAttention(b, loc, q, rows, Value(), sink, scale));
       return success();
     }
     auto qType = tensorType(q);
     SlotAttentionSpec spec{{qType.getDimSize(1), qType.getDimSize(2), windowSize,
                             selection ? tensorType(selection).getDimSize(1) : 0, scale},
-                           pageEntries};
+                           pageEntries, packed};
     std::string name = slotAttentionName(spec);
     state.slotAttention[name] = spec;
     SmallVector<Value> args{q, ring, *pos};
@@ -356,7 +376,7 @@ QueryRows slotRows(OpBuilder &b, Location loc, Value ring, int64_t windowSize, V
 std::string slotAttentionName(const SlotAttentionSpec &s) {
   std::string sequence = attentionName(s.attention);   // dsf_attention_h..._s...
   return "dsf_attention_slots_" + sequence.substr(std::string("dsf_attention_").size()) + "_e" +
-         std::to_string(s.pageEntries);
+         std::to_string(s.pageEntries) + (s.packed ? "_" + packedRowName(*s.packed) : std::string());
 }
 
 SmallVector<Type> slotAttentionInputTypes(MLIRContext *ctx, const SlotAttentionSpec &s) {
@@ -367,7 +387,9 @@ SmallVector<Type> slotAttentionInputTypes(MLIRContext *ctx, const SlotAttentionS
   SmallVector<Type> inputs{RankedTensorType::get({dyn, a.heads, a.width}, f32), RankedTensorType::get({dyn, a.width}, f32),
                            RankedTensorType::get({dyn}, i32)};
   if (a.k)
-    inputs.append({RankedTensorType::get({dyn, a.width}, f32), RankedTensorType::get({dyn, dyn}, i32),
+    inputs.append({s.packed ? RankedTensorType::get({dyn, s.packed->bytes}, IntegerType::get(ctx, 8))
+                            : RankedTensorType::get({dyn, a.width}, f32),
+                   RankedTensorType::get({dyn, dyn}, i32),
                    RankedTensorType::get({dyn, a.k}, i32)});
   inputs.push_back(RankedTensorType::get({a.heads}, f32));
   return inputs;
@@ -378,8 +400,23 @@ void addSlotTypeConversions(TypeConverter &types, const LoweringState &state) {
     return RankedTensorType::get({ShapedType::kDynamic, t.getSize(), t.getWidth()}, Float32Type::get(t.getContext()));
   });
   types.addConversion([&state](CacheType t) -> Type {
+    std::optional<PackedRow> row = state.packedPages ? packedRow(t.getFormat(), t.getWidth()) : std::nullopt;
+    if (row)
+      return RankedTensorType::get({ShapedType::kDynamic, state.pageEntries(t.getRatio()), row->bytes},
+                                   IntegerType::get(t.getContext(), 8));
     return RankedTensorType::get({ShapedType::kDynamic, state.pageEntries(t.getRatio()), t.getWidth()},
                                  Float32Type::get(t.getContext()));
+  });
+  // The quantized rows a packed page takes are packed as they are rounded
+  // (a window's and the indexer queries' too: bit for bit the same values
+  // where they are decoded).
+  types.addConversion([&state](QTensorType t) -> std::optional<Type> {
+    std::optional<PackedRow> row = state.packedPages ? packedRow(t.getFormat(), t.getShape().back()) : std::nullopt;
+    if (!row)
+      return std::nullopt;   // the base conversion: the decoded f32 values
+    SmallVector<int64_t> shape(t.getShape());
+    shape.back() = row->bytes;
+    return RankedTensorType::get(shape, IntegerType::get(t.getContext(), 8));
   });
 }
 

@@ -75,9 +75,9 @@ struct Reader {
     return true;
   }
   bool dtype(const std::string &value, const std::string &where) {
-    if (value == "f32" || value == "i32" || value == "i1")
+    if (value == "f32" || value == "i32" || value == "i1" || value == "u8")
       return true;
-    return fail(where + ".dtype", "unknown dtype '" + value + "' (expected f32, i32 or i1)");
+    return fail(where + ".dtype", "unknown dtype '" + value + "' (expected f32, i32, i1 or u8)");
   }
   /// A weight may also be bound as bf16 (dsf-to-linalg's weight-storage).
   bool weightDtype(const std::string &value, const std::string &where) {
@@ -185,8 +185,9 @@ bool manifestFromJson(const std::string &text, Manifest &m, std::string &error) 
       // the page tables of its caches.
       if (in.name.rfind("slots:", 0) == 0) {
         batched = true;
-        if (in.dtype != "f32" || in.shape.size() != 3 || in.shape[1] < 1 || in.shape[2] < 1)
-          return r.fail(inWhere, "expected slots \"slots:NAME\" of f32 [slots, rows, width]");
+        if ((in.dtype != "f32" && in.dtype != "u8") || in.shape.size() != 3 || in.shape[1] < 1 || in.shape[2] < 1)
+          return r.fail(inWhere, "expected slots \"slots:NAME\" of f32 [slots, rows, width] or, packed, u8 "
+                                 "[pages, entries, row bytes]");
       } else if (in.name.rfind("pages:", 0) == 0) {
         char *end = nullptr;
         long ratio = std::strtol(in.name.c_str() + 6, &end, 10);

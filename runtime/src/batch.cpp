@@ -1,6 +1,8 @@
 //===- batch.cpp - sequences decoded together, a token each a step --------===//
 #include "dsf/batch.h"
 #include "cuda_backend.h"
+#include "dsf/codecs.h"
+#include "dsf/kv_tiers.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -21,6 +23,28 @@ constexpr int64_t kColumnStep = 8;
 constexpr size_t kPlansKept = 8;
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// Packs `rows` rows of `width` values into rows of `rowBytes` (the codes,
+/// then the scales), each checked to decode back bit for bit; the first
+/// row that does not, or -1.
+int64_t packRows(const float *x, int64_t rows, int64_t width, RowFormat f, int64_t rowBytes, uint8_t *out) {
+  int64_t codes = codeBytes(f, width);
+  std::vector<float> back(static_cast<size_t>(width));
+  for (int64_t r = 0; r < rows; ++r) {
+    uint8_t *row = out + r * rowBytes;
+    quantizeRows(x + r * width, 1, width, f, row, row + codes);
+    dequantizeRows(row, row + codes, 1, width, f, back.data());
+    if (std::memcmp(back.data(), x + r * width, size_t(width) * sizeof(float)) != 0)
+      return r;
+  }
+  return -1;
+}
+
+void unpackRows(const uint8_t *in, int64_t rows, int64_t width, RowFormat f, int64_t rowBytes, float *out) {
+  int64_t codes = codeBytes(f, width);
+  for (int64_t r = 0; r < rows; ++r)
+    dequantizeRows(in + r * rowBytes, in + r * rowBytes + codes, 1, width, f, out + r * width);
+}
 } // namespace
 
 struct Batch::Impl {
@@ -30,14 +54,18 @@ struct Batch::Impl {
   int64_t capacity = 0, maxTokens = 0;
 
   /// One state slot's storage: a ring of `rows` rows per sequence, or (a
-  /// cache) `count` pages of `rows` entries.
+  /// cache) `count` pages of `rows` entries; a row is `width` f32 values or,
+  /// in packed pages (u8 slots), the slot's format's packed row: its codes,
+  /// then a scale byte a block (FP4 pages hold 72 bytes an entry of 128
+  /// channels where f32 would hold 512).
   struct Storage {
     const StateSlot *slot = nullptr;
-    bool paged = false;
-    int64_t rows = 0, width = 0, count = 0;
-    float *data = nullptr;
-    size_t bytes() const { return size_t(count * rows * width) * sizeof(float); }
-    float *at(int64_t i) const { return data + i * rows * width; }   // sequence i's ring, or page i
+    bool paged = false, packed = false;
+    RowFormat format = RowFormat::FP8;   // packed: the rows' format
+    int64_t rows = 0, width = 0, rowBytes = 0, count = 0;
+    uint8_t *data = nullptr;
+    size_t bytes() const { return size_t(count * rows * rowBytes); }
+    uint8_t *at(int64_t i) const { return data + i * rows * rowBytes; }   // sequence i's ring, or page i
   };
   std::vector<Storage> storage;   // the entry's "slots:" inputs, in order
   /// The pages of one cache ratio: `entries` a page, page 0 the zero page.
@@ -98,8 +126,7 @@ struct Batch::Impl {
   }
   /// Copies into batch memory from a state tensor's rows (host values, or
   /// device rows on a GPU).
-  void copyIn(float *to, const float *from, bool fromHost, int64_t floats) {
-    size_t bytes = size_t(floats) * sizeof(float);
+  void copyIn(void *to, const void *from, bool fromHost, size_t bytes) {
     if (!cuda)
       std::memcpy(to, from, bytes);
     else if (fromHost)
@@ -107,7 +134,14 @@ struct Batch::Impl {
     else
       cuda::copyOnDevice(to, from, bytes);
   }
-  void copyWithin(float *to, const float *from, int64_t floats) { copyIn(to, from, /*fromHost=*/false, floats); }
+  void copyWithin(void *to, const void *from, size_t bytes) { copyIn(to, from, /*fromHost=*/false, bytes); }
+  /// Copies out of batch memory to the host.
+  void copyOut(void *to, const void *from, size_t bytes) {
+    if (cuda)
+      cuda::copyToHost(to, from, bytes);
+    else
+      std::memcpy(to, from, bytes);
+  }
 
   /// How many of a sequence's last rows a ring slot's state holds in
   /// @decode's form at length `length`: a window its last W - 1, a carry
@@ -185,6 +219,18 @@ std::unique_ptr<Batch> Batch::create(const HostModel &model, int64_t slots, int6
       s.paged = slot->kind == "kv" || slot->kind == "index_keys";
       s.rows = in.shape[1];
       s.width = in.shape[2];
+      s.rowBytes = s.width * int64_t(sizeof(float));
+      if (in.dtype == "u8") {   // packed pages
+        s.packed = true;
+        if (!s.paged || !rowFormatOf(*slot, s.format) || in.shape[2] != packedRowBytes(s.format, slot->width)) {
+          error = "@batch_decode's " + in.name + " " + shapeString(in.shape) + " of bytes is not the packed rows of state '" +
+                  slot->name + "' (" + slot->element + " with " + slot->scale + " scales per " +
+                  std::to_string(slot->block) + ", width " + std::to_string(slot->width) + ")";
+          return nullptr;
+        }
+        s.width = slot->width;
+        s.rowBytes = in.shape[2];
+      }
       if (s.width != slot->width || (slot->kind == "window" && s.rows != slot->windowSize) ||
           (slot->kind == "carry" && (slot->ratio < 1 || (s.rows != slot->ratio && s.rows != 2 * slot->ratio)))) {
         error = "@batch_decode's " + in.name + " " + shapeString(in.shape) + " does not fit state '" + slot->name + "'";
@@ -207,10 +253,12 @@ std::unique_ptr<Batch> Batch::create(const HostModel &model, int64_t slots, int6
       p.free.push_back(i);
   for (Impl::Storage &s : b.storage) {
     s.count = s.paged ? b.pages[s.slot->ratio].count : slots;
-    s.data = static_cast<float *>(b.allocate(s.bytes()));
+    s.data = static_cast<uint8_t *>(b.allocate(s.bytes()));
     if (b.cuda)
       cuda::zeroDevice(s.data, s.bytes());
     b.stats.stateBytes += int64_t(s.bytes());
+    if (s.paged)
+      b.stats.pageBytes += int64_t(s.bytes());
   }
   if (b.cuda && !cuda::synchronize(error)) {
     error = "allocating the batch's state (" + std::to_string(b.stats.stateBytes) + " bytes) on " +
@@ -260,6 +308,33 @@ bool Batch::admit(Sequence &sequence, std::string &error) {
       return false;
     }
   }
+  // Rows for packed pages packed on the host (a GPU's rows through it):
+  // exactly, or the sequence is not admitted.
+  std::map<const Impl::Storage *, std::vector<uint8_t>> packedRows;
+  for (const Impl::Storage &s : b.storage) {
+    if (!s.packed)
+      continue;
+    const StateTensor &t = sequence.state.at(s.slot->name);
+    std::vector<float> downloaded;
+    const float *values = t.values.data();
+    if (t.device) {
+      downloaded.resize(size_t(t.rows * t.width));
+      b.copyOut(downloaded.data(), t.device->data, downloaded.size() * sizeof(float));
+      if (!cuda::synchronize(error)) {
+        error = "copying state '" + s.slot->name + "' from " + cuda::deviceName() + " to pack it: " + error;
+        return false;
+      }
+      values = downloaded.data();
+    }
+    std::vector<uint8_t> &out = packedRows[&s];
+    out.resize(size_t(t.rows * s.rowBytes));
+    int64_t bad = packRows(values, t.rows, s.width, s.format, s.rowBytes, out.data());
+    if (bad >= 0) {
+      error = "state '" + s.slot->name + "' row " + std::to_string(bad) + " is not exactly in its format " +
+              rowFormatName(s.format) + " (its packed page would change it; a state of another artifact?)";
+      return false;
+    }
+  }
   for (auto &[ratio, p] : b.pages)
     if (!b.takePages(ratio, h, length / ratio, error)) {
       b.givePages(h);
@@ -267,17 +342,18 @@ bool Batch::admit(Sequence &sequence, std::string &error) {
     }
   for (const Impl::Storage &s : b.storage) {
     const StateTensor &t = sequence.state.at(s.slot->name);
-    bool fromHost = !t.device;
-    const float *rows = fromHost ? t.values.data() : t.device->data;
+    bool fromHost = !t.device || s.packed;
+    const uint8_t *rows = s.packed ? packedRows.at(&s).data()
+                                   : reinterpret_cast<const uint8_t *>(!t.device ? t.values.data() : t.device->data);
     if (s.paged) {
       const std::vector<int32_t> &owned = h.pages.at(s.slot->ratio);
       for (int64_t k = 0; k * s.rows < t.rows; ++k)
-        b.copyIn(s.at(owned[size_t(k)]), rows + k * s.rows * s.width, fromHost,
-                 std::min(s.rows, t.rows - k * s.rows) * s.width);
+        b.copyIn(s.at(owned[size_t(k)]), rows + k * s.rows * s.rowBytes, fromHost,
+                 size_t(std::min(s.rows, t.rows - k * s.rows) * s.rowBytes));
     } else {
-      float *ring = s.at(slot);
+      uint8_t *ring = s.at(slot);
       Impl::forRuns(s.rows, length, t.rows, [&](int64_t ringRow, int64_t row, int64_t n) {
-        b.copyIn(ring + ringRow * s.width, rows + row * s.width, fromHost, n * s.width);
+        b.copyIn(ring + ringRow * s.rowBytes, rows + row * s.rowBytes, fromHost, size_t(n * s.rowBytes));
       });
     }
   }
@@ -313,14 +389,34 @@ bool Batch::release(int64_t slot, Sequence &out, std::string &error) {
       t.values.resize(size_t(t.rows * t.width));
       rows = t.values.data();
     }
-    if (st.paged) {
+    if (st.packed) {   // the pages' bytes to the host, decoded, back to where the rows go
+      const std::vector<int32_t> &owned = h.pages.at(st.slot->ratio);
+      std::vector<uint8_t> bytes(size_t(t.rows * st.rowBytes));
+      for (int64_t k = 0; k * st.rows < t.rows; ++k)
+        b.copyOut(bytes.data() + k * st.rows * st.rowBytes, st.at(owned[size_t(k)]),
+                  size_t(std::min(st.rows, t.rows - k * st.rows) * st.rowBytes));
+      if (b.cuda && !cuda::synchronize(error)) {
+        error = "copying state '" + st.slot->name + "' out of the batch on " + cuda::deviceName() + ": " + error;
+        return false;
+      }
+      std::vector<float> decoded(b.cuda ? size_t(t.rows * t.width) : 0);
+      float *to = b.cuda ? decoded.data() : rows;
+      unpackRows(bytes.data(), t.rows, st.width, st.format, st.rowBytes, to);
+      if (b.cuda)
+        cuda::copyToDevice(rows, decoded.data(), decoded.size() * sizeof(float));
+      if (b.cuda && !cuda::synchronize(error)) {
+        error = "copying state '" + st.slot->name + "' to " + cuda::deviceName() + ": " + error;
+        return false;
+      }
+    } else if (st.paged) {
       const std::vector<int32_t> &owned = h.pages.at(st.slot->ratio);
       for (int64_t k = 0; k * st.rows < t.rows; ++k)
-        b.copyWithin(rows + k * st.rows * st.width, st.at(owned[size_t(k)]), std::min(st.rows, t.rows - k * st.rows) * st.width);
+        b.copyWithin(rows + k * st.rows * st.width, st.at(owned[size_t(k)]),
+                     size_t(std::min(st.rows, t.rows - k * st.rows) * st.rowBytes));
     } else {
-      const float *ring = st.at(slot);
+      const uint8_t *ring = st.at(slot);
       Impl::forRuns(st.rows, h.length, t.rows, [&](int64_t ringRow, int64_t row, int64_t n) {
-        b.copyWithin(rows + row * st.width, ring + ringRow * st.width, n * st.width);
+        b.copyWithin(rows + row * st.width, ring + ringRow * st.rowBytes, size_t(n * st.rowBytes));
       });
     }
     if (b.cuda) {
@@ -337,7 +433,7 @@ bool Batch::release(int64_t slot, Sequence &out, std::string &error) {
   if (slot != last)
     for (const Impl::Storage &st : b.storage)
       if (!st.paged)
-        b.copyWithin(st.at(slot), st.at(last), st.rows * st.width);
+        b.copyWithin(st.at(slot), st.at(last), size_t(st.rows * st.rowBytes));
   if (b.cuda && !cuda::synchronize(error)) {
     error = "copying a sequence's state out of the batch on " + cuda::deviceName() + ": " + error;
     return false;
@@ -449,7 +545,7 @@ bool Batch::step(const std::vector<int32_t> &ids, std::vector<float> &logits, st
       inputs.push_back({plan->device[2], {n}});
     else if (in.name.rfind("slots:", 0) == 0) {
       const Impl::Storage &s = b.storage[storageAt++];
-      inputs.push_back({s.data, {s.paged ? s.count : n, s.rows, s.width}});
+      inputs.push_back({s.data, {s.paged ? s.count : n, s.rows, s.packed ? s.rowBytes : s.width}});
     } else if (in.name.rfind("pages:", 0) == 0) {
       inputs.push_back({plan->device[tableAt], {n, plan->columns[tableAt - 3]}});
       ++tableAt;

@@ -61,7 +61,8 @@ std::string hex(uint64_t v) {
 
 int64_t nowSeconds() { return int64_t(std::time(nullptr)); }
 
-/// The row format a slot's values are exact in, if the codecs have it.
+} // namespace
+
 bool rowFormatOf(const StateSlot &slot, RowFormat &f) {
   if (slot.bf16Tail != 0)
     return false;
@@ -75,7 +76,6 @@ bool rowFormatOf(const StateSlot &slot, RowFormat &f) {
     return false;
   return slot.width % slot.block == 0;
 }
-} // namespace
 
 uint64_t modelHash(const Artifact &artifact, const WeightSource &weights) {
   uint64_t h = 0xcbf29ce484222325ull;

@@ -69,7 +69,7 @@ TEST(Manifest, WeightsMayBeBF16) {
   sampled = sample();
   sampled.entryPoints[0].inputs[0].dtype = "bf16";
   EXPECT_FALSE(manifestFromJson(manifestToJson(sampled), m, error));
-  EXPECT_EQ(error, "manifest: entry_points[0].inputs[0].dtype: unknown dtype 'bf16' (expected f32, i32 or i1)");
+  EXPECT_EQ(error, "manifest: entry_points[0].inputs[0].dtype: unknown dtype 'bf16' (expected f32, i32, i1 or u8)");
   sampled = sample();
   sampled.entryPoints[0].weights[0].dtype = "f16";
   error.clear();
@@ -83,7 +83,7 @@ TEST(Manifest, NamesTheFieldAtFault) {
   expectRejected("\"vocab_size\": 512", "\"vocab_size\": \"512\"", "manifest: vocab_size: expected an integer");
   expectRejected("\"kv_quant\": true", "\"kv_quant\": 1", "manifest: kv_quant: expected true or false");
   expectRejected("\"dtype\": \"i32\"", "\"dtype\": \"i8\"",
-                 "manifest: entry_points[0].inputs[0].dtype: unknown dtype 'i8' (expected f32, i32 or i1)");
+                 "manifest: entry_points[0].inputs[0].dtype: unknown dtype 'i8' (expected f32, i32, i1 or u8)");
   expectRejected("experts.{e}.w1", "experts.{x}.w1",
                  "manifest: entry_points[0].weights[1].expert_names: expected a pattern containing {e}");
   expectRejected("\"ttl_seconds\": 14400", "\"ttl_seconds\": 1.5",
@@ -173,6 +173,23 @@ TEST(Manifest, BatchedStepRoundTrips) {
   EXPECT_EQ(b->outputs.size(), 1u);
 }
 
+TEST(Manifest, PackedPagesRoundTrip) {
+  // A cache's packed pages are u8 [pages, entries, row bytes].
+  std::string json = withBatchJson();
+  std::string from = "\"dtype\": \"f32\",\n     \"name\": \"slots:layers.0.window\"";
+  ASSERT_NE(json.find(from), std::string::npos);
+  json.replace(json.find(from), from.size(), "\"dtype\": \"u8\",\n     \"name\": \"slots:layers.0.window\"");
+  Manifest m;
+  std::string error;
+  ASSERT_TRUE(manifestFromJson(json, m, error)) << error;
+  EXPECT_EQ(m.entry("batch_decode")->inputs[2].dtype, "u8");
+  // A page table is i32, never bytes.
+  std::string table = "\"dtype\": \"i32\",\n     \"name\": \"pages:2\"";
+  ASSERT_NE(json.find(table), std::string::npos);
+  expectRejectedJson(json, table, "\"dtype\": \"u8\",\n     \"name\": \"pages:2\"",
+                     "manifest: entry_points[2].inputs[3]: expected a page table \"pages:RATIO\" of i32 [slots, pages]");
+}
+
 TEST(Manifest, BatchedStepErrorsNameTheFieldAtFault) {
   std::string json = withBatchJson();
   expectRejectedJson(json, "\"name\": \"slots:layers.0.window\"", "\"name\": \"slots:layers.9.window\"",
@@ -182,5 +199,5 @@ TEST(Manifest, BatchedStepErrorsNameTheFieldAtFault) {
   // Slots are [slots, rows, width]: a rank-2 tensor is not.
   expectRejectedJson(json, "\"name\": \"slots:layers.0.window\",\n     \"shape\": [\n      -1,\n      16,",
                      "\"name\": \"slots:layers.0.window\",\n     \"shape\": [\n      -1,",
-                     "manifest: entry_points[2].inputs[2]: expected slots \"slots:NAME\" of f32 [slots, rows, width]");
+                     "manifest: entry_points[2].inputs[2]: expected slots \"slots:NAME\" of f32 [slots, rows, width] or, packed, u8 [pages, entries, row bytes]");
 }

@@ -116,6 +116,10 @@ cl::opt<long> pageTokens("page-tokens",
                          cl::desc("--target: tokens a page of @batch_decode's caches covers (default 64, the "
                                   "prefix store's block)"),
                          cl::init(64), cl::cat(dsfCategory));
+cl::opt<bool> f32Pages("f32-pages",
+                       cl::desc("--target: @batch_decode's cache pages hold f32 values rather than their format's "
+                                "packed rows (FP8, MXFP4, NVFP4: the codes and a scale byte a block, decoded as read)"),
+                       cl::cat(dsfCategory));
 cl::opt<std::string> cudaToolkit("cuda-toolkit", cl::desc("--target=cuda: the CUDA toolkit whose ptxas compiles the kernels"),
                                  cl::init("/usr/local/cuda"), cl::cat(dsfCategory));
 cl::opt<std::string> output("o", cl::desc("Output file (default: stdout)"),
@@ -157,7 +161,8 @@ int compileArtifact(mlir::ModuleOp module, const dsf::ModelConfig &config,
   if (failed(mlir::applyPassManagerCLOptions(toLinalg)) ||
       failed(mlir::parsePassPipeline("dsf-to-linalg{topk-threshold-from=" + std::to_string(topkThresholdFrom) +
                                          " weight-storage=" + weightStorage +
-                                         " page-tokens=" + std::to_string(pageTokens) + "}",
+                                         " page-tokens=" + std::to_string(pageTokens) +
+                                         " packed-pages=" + (f32Pages ? "false" : "true") + "}",
                                      toLinalg)))
     return error("bad pass-manager options");
   if (failed(toLinalg.run(module)))

@@ -457,7 +457,8 @@ int runBatch(const HostModel &model, const std::vector<std::vector<int32_t>> &pr
     if (st.graphReplays)
       std::fprintf(stderr, "; CUDA graphs: %llu captured, %llu steps replayed",
                    static_cast<unsigned long long>(st.graphCaptures), static_cast<unsigned long long>(st.graphReplays));
-    std::fprintf(stderr, "; state %.1f MB\n", double(st.stateBytes) / 1e6);
+    std::fprintf(stderr, "; state %.1f MB (%lld bytes, the caches' pages %lld)\n", double(st.stateBytes) / 1e6,
+                 static_cast<long long>(st.stateBytes), static_cast<long long>(st.pageBytes));
   }
   if (served && !served->statsJson.empty() && !writeStatsJson(served->statsJson, statsLines))
     return fail("--stats-json: cannot write " + served->statsJson);

@@ -38,6 +38,7 @@ public:
     uint64_t graphCaptures = 0;   // steps captured as a new CUDA graph
     uint64_t graphReplays = 0;    // steps run as a replay (the captured ones included)
     int64_t stateBytes = 0;       // the slots' and pages' buffers
+    int64_t pageBytes = 0;        // of which the caches' pages (packed: their formats' rows)
   };
 
   /// Room for `slots` sequences of up to `maxTokens` tokens each, for an

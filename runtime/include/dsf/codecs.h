@@ -29,6 +29,9 @@ const char *rowFormatName(RowFormat f);
 int64_t blockOf(RowFormat f);
 /// Code bytes of a row of `cols` elements (FP4: two a byte).
 int64_t codeBytes(RowFormat f, int64_t cols);
+/// A packed row of `cols` elements: its codes, then a scale byte a block
+/// (a batch's packed cache pages, dsf-to-linalg's PackedRow).
+inline int64_t packedRowBytes(RowFormat f, int64_t cols) { return codeBytes(f, cols) + cols / blockOf(f); }
 
 float roundE4M3(float x);         // RNE to an E4M3 value; |x| must be <= 448
 uint8_t encodeE4M3(float value);  // `value` an E4M3 value (e.g. from roundE4M3)
