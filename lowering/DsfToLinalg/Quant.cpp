@@ -169,11 +169,11 @@ Value blockQuantize(OpBuilder &b, Location loc, Value x, QuantAttr format) {
       .getResult(0);
 }
 
-Value shr(OpBuilder &b, Location loc, Value x, int32_t n) { return arith::ShRUIOp::create(b, loc, x, i32Const(b, loc, n)); }
-Value shl(OpBuilder &b, Location loc, Value x, int32_t n) { return arith::ShLIOp::create(b, loc, x, i32Const(b, loc, n)); }
-Value mask(OpBuilder &b, Location loc, Value x, int32_t m) { return arith::AndIOp::create(b, loc, x, i32Const(b, loc, m)); }
-Value bitsOf(OpBuilder &b, Location loc, Value f) { return arith::BitcastOp::create(b, loc, b.getI32Type(), f); }
-Value floatOf(OpBuilder &b, Location loc, Value i) { return arith::BitcastOp::create(b, loc, b.getF32Type(), i); }
+// The bit helpers the decoders use (ScalarMath.h), for the encoders.
+using packed_detail::bitsOf;
+using packed_detail::mask;
+using packed_detail::shl;
+using packed_detail::shr;
 
 /// The E4M3FN code (i32, 0 .. 255) of an E4M3 value v (e4m3Rne's): sign
 /// bit 7, exponent field (bias 7) bits 3-6, mantissa bits 0-2; below 2^-6 a
