@@ -260,11 +260,36 @@ bool manifestFromJson(const std::string &text, Manifest &m, std::string &error) 
   // Every state an entry point takes or returns is described.
   for (const EntryPoint &e : m.entryPoints)
     for (const auto *list : {&e.inputs, &e.outputs})
-      for (const TensorSpec &t : *list)
+      for (const TensorSpec &t : *list) {
         if ((t.name.rfind("state:", 0) == 0 || t.name.rfind("slots:", 0) == 0) && !m.slot(t.name.substr(6)))
           return r.fail("state", "entry point '" + e.name + "' uses state '" + t.name.substr(6) +
                                      "', which is not described");
+        // Packed pages hold the rows of the state's format, nothing else.
+        RowFormat f;
+        const StateSlot *slot = t.name.rfind("slots:", 0) == 0 ? m.slot(t.name.substr(6)) : nullptr;
+        if (slot && t.dtype == "u8" &&
+            (!rowFormatOf(*slot, f) || (slot->kind != "kv" && slot->kind != "index_keys") ||
+             t.shape.back() != packedRowBytes(f, slot->width)))
+          return r.fail("state", "entry point '" + e.name + "' holds state '" + slot->name + "' as rows of " +
+                                     std::to_string(t.shape.back()) + " bytes, which are not the packed rows of its " +
+                                     slot->kind + " (" + slot->element + " with " + slot->scale + " scales per " +
+                                     std::to_string(slot->block) + ", width " + std::to_string(slot->width) + ")");
+      }
   return true;
+}
+
+bool rowFormatOf(const StateSlot &slot, RowFormat &f) {
+  if (slot.bf16Tail != 0)
+    return false;
+  if (slot.element == "e4m3" && slot.scale == "ue8m0" && slot.block == 32)
+    f = RowFormat::FP8;
+  else if (slot.element == "e2m1" && slot.scale == "ue8m0" && slot.block == 32)
+    f = RowFormat::MXFP4;
+  else if (slot.element == "e2m1" && slot.scale == "e4m3" && slot.block == 16)
+    f = RowFormat::NVFP4;
+  else
+    return false;
+  return slot.width % slot.block == 0;
 }
 
 const StateSlot *Manifest::slot(const std::string &name) const {

@@ -2,7 +2,6 @@
 #include "dsf/batch.h"
 #include "cuda_backend.h"
 #include "dsf/codecs.h"
-#include "dsf/kv_tiers.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -24,27 +23,6 @@ constexpr size_t kPlansKept = 8;
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/// Packs `rows` rows of `width` values into rows of `rowBytes` (the codes,
-/// then the scales), each checked to decode back bit for bit; the first
-/// row that does not, or -1.
-int64_t packRows(const float *x, int64_t rows, int64_t width, RowFormat f, int64_t rowBytes, uint8_t *out) {
-  int64_t codes = codeBytes(f, width);
-  std::vector<float> back(static_cast<size_t>(width));
-  for (int64_t r = 0; r < rows; ++r) {
-    uint8_t *row = out + r * rowBytes;
-    quantizeRows(x + r * width, 1, width, f, row, row + codes);
-    dequantizeRows(row, row + codes, 1, width, f, back.data());
-    if (std::memcmp(back.data(), x + r * width, size_t(width) * sizeof(float)) != 0)
-      return r;
-  }
-  return -1;
-}
-
-void unpackRows(const uint8_t *in, int64_t rows, int64_t width, RowFormat f, int64_t rowBytes, float *out) {
-  int64_t codes = codeBytes(f, width);
-  for (int64_t r = 0; r < rows; ++r)
-    dequantizeRows(in + r * rowBytes, in + r * rowBytes + codes, 1, width, f, out + r * width);
-}
 } // namespace
 
 struct Batch::Impl {
@@ -220,14 +198,8 @@ std::unique_ptr<Batch> Batch::create(const HostModel &model, int64_t slots, int6
       s.rows = in.shape[1];
       s.width = in.shape[2];
       s.rowBytes = s.width * int64_t(sizeof(float));
-      if (in.dtype == "u8") {   // packed pages
-        s.packed = true;
-        if (!s.paged || !rowFormatOf(*slot, s.format) || in.shape[2] != packedRowBytes(s.format, slot->width)) {
-          error = "@batch_decode's " + in.name + " " + shapeString(in.shape) + " of bytes is not the packed rows of state '" +
-                  slot->name + "' (" + slot->element + " with " + slot->scale + " scales per " +
-                  std::to_string(slot->block) + ", width " + std::to_string(slot->width) + ")";
-          return nullptr;
-        }
+      if (in.dtype == "u8") {   // packed pages (their rows checked against the format by the manifest's reader)
+        s.packed = rowFormatOf(*slot, s.format);
         s.width = slot->width;
         s.rowBytes = in.shape[2];
       }
@@ -328,7 +300,7 @@ bool Batch::admit(Sequence &sequence, std::string &error) {
     }
     std::vector<uint8_t> &out = packedRows[&s];
     out.resize(size_t(t.rows * s.rowBytes));
-    int64_t bad = packRows(values, t.rows, s.width, s.format, s.rowBytes, out.data());
+    int64_t bad = packRowsExactly(values, t.rows, s.width, s.format, s.rowBytes, out.data());
     if (bad >= 0) {
       error = "state '" + s.slot->name + "' row " + std::to_string(bad) + " is not exactly in its format " +
               rowFormatName(s.format) + " (its packed page would change it; a state of another artifact?)";
@@ -401,7 +373,7 @@ bool Batch::release(int64_t slot, Sequence &out, std::string &error) {
       }
       std::vector<float> decoded(b.cuda ? size_t(t.rows * t.width) : 0);
       float *to = b.cuda ? decoded.data() : rows;
-      unpackRows(bytes.data(), t.rows, st.width, st.format, st.rowBytes, to);
+      unpackPackedRows(bytes.data(), t.rows, st.width, st.format, st.rowBytes, to);
       if (b.cuda)
         cuda::copyToDevice(rows, decoded.data(), decoded.size() * sizeof(float));
       if (b.cuda && !cuda::synchronize(error)) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 namespace dsf::rt {
 namespace {
@@ -233,6 +234,25 @@ void dequantizeFp8Blocks(const uint8_t *codes, const uint8_t *scales, int64_t ro
         row[c] = t.e4m3[code[c]] * s;
     }
   }
+}
+
+int64_t packRowsExactly(const float *x, int64_t rows, int64_t width, RowFormat f, int64_t rowBytes, uint8_t *out) {
+  int64_t codes = codeBytes(f, width);
+  std::vector<float> back(static_cast<size_t>(width));
+  for (int64_t r = 0; r < rows; ++r) {
+    uint8_t *row = out + r * rowBytes;
+    quantizeRows(x + r * width, 1, width, f, row, row + codes);
+    dequantizeRows(row, row + codes, 1, width, f, back.data());
+    if (std::memcmp(back.data(), x + r * width, size_t(width) * sizeof(float)) != 0)
+      return r;
+  }
+  return -1;
+}
+
+void unpackPackedRows(const uint8_t *in, int64_t rows, int64_t width, RowFormat f, int64_t rowBytes, float *out) {
+  int64_t codes = codeBytes(f, width);
+  for (int64_t r = 0; r < rows; ++r)
+    dequantizeRows(in + r * rowBytes, in + r * rowBytes + codes, 1, width, f, out + r * width);
 }
 
 } // namespace dsf::rt

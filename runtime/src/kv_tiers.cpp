@@ -63,20 +63,6 @@ int64_t nowSeconds() { return int64_t(std::time(nullptr)); }
 
 } // namespace
 
-bool rowFormatOf(const StateSlot &slot, RowFormat &f) {
-  if (slot.bf16Tail != 0)
-    return false;
-  if (slot.element == "e4m3" && slot.scale == "ue8m0" && slot.block == 32)
-    f = RowFormat::FP8;
-  else if (slot.element == "e2m1" && slot.scale == "ue8m0" && slot.block == 32)
-    f = RowFormat::MXFP4;
-  else if (slot.element == "e2m1" && slot.scale == "e4m3" && slot.block == 16)
-    f = RowFormat::NVFP4;
-  else
-    return false;
-  return slot.width % slot.block == 0;
-}
-
 uint64_t modelHash(const Artifact &artifact, const WeightSource &weights) {
   uint64_t h = 0xcbf29ce484222325ull;
   for (SectionKind kind : {SectionKind::Manifest, SectionKind::HostKernels})

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 using namespace dsf::rt;
 
@@ -52,4 +53,30 @@ TEST(Codecs, BF16RoundsToNearestEven) {
   float s;
   std::memcpy(&s, &signalling, 4);
   EXPECT_TRUE(std::isnan(fromBF16(encodeBF16(s))));
+}
+
+// A batch's packed pages: rows of a cache's decoded values packed as the
+// codes then the scale bytes, in rows of rowBytes; unpacked bit for bit.
+TEST(Codecs, PackedRowsRoundTripAndRefuseInexactValues) {
+  const int64_t rows = 3, cols = 64;
+  for (RowFormat f : {RowFormat::FP8, RowFormat::MXFP4, RowFormat::NVFP4}) {
+    std::vector<float> x(size_t(rows * cols));
+    for (size_t i = 0; i < x.size(); ++i)
+      x[i] = std::sin(float(i) * 0.37f) * float(1 + i % 7);
+    // The values a cache holds: already rounded to the format.
+    std::vector<uint8_t> codes(size_t(rows * codeBytes(f, cols))), scales(size_t(rows * cols / blockOf(f)));
+    quantizeRows(x.data(), rows, cols, f, codes.data(), scales.data());
+    dequantizeRows(codes.data(), scales.data(), rows, cols, f, x.data());
+    int64_t rowBytes = packedRowBytes(f, cols);
+    EXPECT_EQ(rowBytes, codeBytes(f, cols) + cols / blockOf(f));
+    std::vector<uint8_t> packed(size_t(rows * rowBytes));
+    EXPECT_EQ(packRowsExactly(x.data(), rows, cols, f, rowBytes, packed.data()), -1) << rowFormatName(f);
+    std::vector<float> back(x.size());
+    unpackPackedRows(packed.data(), rows, cols, f, rowBytes, back.data());
+    EXPECT_EQ(std::memcmp(back.data(), x.data(), x.size() * sizeof(float)), 0) << rowFormatName(f);
+    // A value the format cannot hold (between two codes of its block) is
+    // named by its row.
+    x[size_t(cols + 5)] = std::nextafter(x[size_t(cols + 5)], 1e9f);
+    EXPECT_EQ(packRowsExactly(x.data(), rows, cols, f, rowBytes, packed.data()), 1) << rowFormatName(f);
+  }
 }

@@ -174,20 +174,39 @@ TEST(Manifest, BatchedStepRoundTrips) {
 }
 
 TEST(Manifest, PackedPagesRoundTrip) {
-  // A cache's packed pages are u8 [pages, entries, row bytes].
-  std::string json = withBatchJson();
-  std::string from = "\"dtype\": \"f32\",\n     \"name\": \"slots:layers.0.window\"";
-  ASSERT_NE(json.find(from), std::string::npos);
-  json.replace(json.find(from), from.size(), "\"dtype\": \"u8\",\n     \"name\": \"slots:layers.0.window\"");
+  // A cache's packed pages are u8 [pages, entries, row bytes]: NVFP4 rows
+  // of 128 channels are 64 code bytes and 8 scale bytes.
   Manifest m;
   std::string error;
-  ASSERT_TRUE(manifestFromJson(json, m, error)) << error;
-  EXPECT_EQ(m.entry("batch_decode")->inputs[2].dtype, "u8");
+  ASSERT_TRUE(manifestFromJson(withBatchJson(), m, error)) << error;
+  StateSlot kv;
+  kv.name = "layers.0.kv";
+  kv.kind = "kv";
+  kv.ratio = 2;
+  kv.width = 128;
+  kv.element = "e2m1";
+  kv.scale = "e4m3";
+  kv.block = 16;
+  m.state.push_back(kv);
+  std::vector<TensorSpec> &inputs = m.entryPoints[2].inputs;
+  inputs.insert(inputs.begin() + 3, TensorSpec{"slots:layers.0.kv", "u8", {-1, 32, 72}});
+  std::string json = manifestToJson(m);
+  Manifest back;
+  ASSERT_TRUE(manifestFromJson(json, back, error)) << error;
+  EXPECT_EQ(back.entry("batch_decode")->inputs[3].dtype, "u8");
+  // Rows of another size than the format's, and a window's slots as bytes
+  // (windows stay f32 rings), are refused, naming the state.
+  expectRejectedJson(json, "      72\n", "      80\n",
+                     "manifest: state: entry point 'batch_decode' holds state 'layers.0.kv' as rows of 80 bytes, which "
+                     "are not the packed rows of its kv (e2m1 with e4m3 scales per 16, width 128)");
+  expectRejectedJson(json, "\"dtype\": \"f32\",\n     \"name\": \"slots:layers.0.window\"",
+                     "\"dtype\": \"u8\",\n     \"name\": \"slots:layers.0.window\"",
+                     "manifest: state: entry point 'batch_decode' holds state 'layers.0.window' as rows of 128 bytes, "
+                     "which are not the packed rows of its window (e4m3 with ue8m0 scales per 32, width 128)");
   // A page table is i32, never bytes.
-  std::string table = "\"dtype\": \"i32\",\n     \"name\": \"pages:2\"";
-  ASSERT_NE(json.find(table), std::string::npos);
-  expectRejectedJson(json, table, "\"dtype\": \"u8\",\n     \"name\": \"pages:2\"",
-                     "manifest: entry_points[2].inputs[3]: expected a page table \"pages:RATIO\" of i32 [slots, pages]");
+  expectRejectedJson(json, "\"dtype\": \"i32\",\n     \"name\": \"pages:2\"",
+                     "\"dtype\": \"u8\",\n     \"name\": \"pages:2\"",
+                     "manifest: entry_points[2].inputs[4]: expected a page table \"pages:RATIO\" of i32 [slots, pages]");
 }
 
 TEST(Manifest, BatchedStepErrorsNameTheFieldAtFault) {

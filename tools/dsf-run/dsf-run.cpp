@@ -316,6 +316,8 @@ int runBatch(const HostModel &model, const std::vector<std::vector<int32_t>> &pr
   // Prefill each (a repeated prompt once; a served request through the
   // tiers), pick its first token, admit it.
   std::vector<size_t> inBatch;   // slot -> sequence
+  double admitSeconds = 0;   // in Batch::admit (a packed page's rows packed there)
+  int64_t admitted = 0;
   std::vector<ServedSequence> requests(served ? count : 0);
   std::vector<RequestStats> requestStats(served ? count : 0);
   std::vector<std::string> statsLines(served ? count : 0);
@@ -365,8 +367,11 @@ int runBatch(const HostModel &model, const std::vector<std::vector<int32_t>> &pr
         return fail("request " + std::to_string(s + 1) + ": " + error);
       continue;
     }
+    auto admitStart = std::chrono::steady_clock::now();
     if (!batch->admit(*sequence, error))
       return fail("sequence " + std::to_string(s + 1) + ": " + error);
+    admitSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - admitStart).count();
+    ++admitted;
     if (served)
       *sequence = Sequence();   // the batch holds its state now
     inBatch.push_back(s);
@@ -457,8 +462,9 @@ int runBatch(const HostModel &model, const std::vector<std::vector<int32_t>> &pr
     if (st.graphReplays)
       std::fprintf(stderr, "; CUDA graphs: %llu captured, %llu steps replayed",
                    static_cast<unsigned long long>(st.graphCaptures), static_cast<unsigned long long>(st.graphReplays));
-    std::fprintf(stderr, "; state %.1f MB (%lld bytes, the caches' pages %lld)\n", double(st.stateBytes) / 1e6,
-                 static_cast<long long>(st.stateBytes), static_cast<long long>(st.pageBytes));
+    std::fprintf(stderr, "; state %.1f MB (%lld bytes, the caches' pages %lld); %lld admitted in %.3f ms\n",
+                 double(st.stateBytes) / 1e6, static_cast<long long>(st.stateBytes),
+                 static_cast<long long>(st.pageBytes), static_cast<long long>(admitted), 1000.0 * admitSeconds);
   }
   if (served && !served->statsJson.empty() && !writeStatsJson(served->statsJson, statsLines))
     return fail("--stats-json: cannot write " + served->statsJson);

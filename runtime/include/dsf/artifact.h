@@ -22,6 +22,8 @@
 #ifndef DSF_RUNTIME_ARTIFACT_H
 #define DSF_RUNTIME_ARTIFACT_H
 
+#include "dsf/codecs.h"
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -97,6 +99,11 @@ struct StateSlot {
   std::string element = "f32", scale = "none";
   int64_t block = 0, bf16Tail = 0;
 };
+
+/// The row format a slot's values are exact in, if the codecs have it (FP8,
+/// MXFP4, NVFP4 of the slot's width, no bf16 tail): how the tiers store its
+/// rows, and how a batch's packed pages (u8 slots) hold them.
+bool rowFormatOf(const StateSlot &slot, RowFormat &f);
 
 struct Manifest {
   std::string model;

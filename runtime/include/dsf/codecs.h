@@ -51,6 +51,14 @@ void quantizeRows(const float *x, int64_t rows, int64_t cols, RowFormat f, uint8
 void dequantizeRows(const uint8_t *codes, const uint8_t *scales, int64_t rows, int64_t cols,
                     RowFormat f, float *out);
 
+/// Packs `rows` rows of `cols` values, already exact in `f` (a cache's
+/// decoded rows), into packed rows of `rowBytes` (the codes, then the
+/// scales: a batch's packed pages), each checked to decode back bit for bit;
+/// the first row that does not, or -1.
+int64_t packRowsExactly(const float *x, int64_t rows, int64_t cols, RowFormat f, int64_t rowBytes, uint8_t *out);
+/// The values of `rows` packed rows of `rowBytes`.
+void unpackPackedRows(const uint8_t *in, int64_t rows, int64_t cols, RowFormat f, int64_t rowBytes, float *out);
+
 /// FP8 with one UE8M0 scale per `br` x `bc` block of a rows x cols matrix;
 /// `scales` holds ceil(rows/br) x ceil(cols/bc) bytes.
 void quantizeFp8Blocks(const float *x, int64_t rows, int64_t cols, int64_t br, int64_t bc,

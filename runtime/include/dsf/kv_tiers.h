@@ -34,7 +34,6 @@
 #define DSF_RUNTIME_KV_TIERS_H
 
 #include "dsf/artifact.h"
-#include "dsf/codecs.h"
 #include "dsf/host_model.h"
 #include "dsf/weights.h"
 
@@ -47,11 +46,6 @@
 #include <vector>
 
 namespace dsf::rt {
-
-/// The row format a slot's values are exact in, if the codecs have it (FP8,
-/// MXFP4, NVFP4 of the slot's width, no bf16 tail): how the tiers store its
-/// rows, and a batch's packed pages hold them.
-bool rowFormatOf(const StateSlot &slot, RowFormat &f);
 
 /// The model's identity for cached state: the artifact's manifest and
 /// kernels, and the checkpoint (every tensor's name, dtype, shape and a
