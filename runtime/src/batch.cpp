@@ -280,11 +280,13 @@ bool Batch::admit(Sequence &sequence, std::string &error) {
       return false;
     }
   }
-  // Rows for packed pages packed on the host (a GPU's rows through it):
-  // exactly, or the sequence is not admitted.
+  // Rows for packed pages are packed exactly, or the sequence is not
+  // admitted: on the device into its pages (dsf_pack_state_rows), or, for
+  // rows on the host (or a runtime built without nvcc), on the host first.
+  auto packedOnDevice = [&](const StateTensor &t) { return b.cuda && t.device && cuda::haveDeviceCodecs(); };
   std::map<const Impl::Storage *, std::vector<uint8_t>> packedRows;
   for (const Impl::Storage &s : b.storage) {
-    if (!s.packed)
+    if (!s.packed || packedOnDevice(sequence.state.at(s.slot->name)))
       continue;
     const StateTensor &t = sequence.state.at(s.slot->name);
     std::vector<float> downloaded;
@@ -314,6 +316,33 @@ bool Batch::admit(Sequence &sequence, std::string &error) {
     }
   for (const Impl::Storage &s : b.storage) {
     const StateTensor &t = sequence.state.at(s.slot->name);
+    if (!s.packed || !packedOnDevice(t))
+      continue;
+    std::vector<cuda::PackSegment> segments;
+    const std::vector<int32_t> &owned = h.pages.at(s.slot->ratio);
+    for (int64_t k = 0; k * s.rows < t.rows; ++k) {
+      cuda::PackSegment segment;
+      segment.in = t.device->data + k * s.rows * s.width;
+      segment.out = s.at(owned[size_t(k)]);
+      segment.rows = std::min(s.rows, t.rows - k * s.rows);
+      segment.cols = s.width;
+      segment.format = s.format == RowFormat::FP8 ? 1 : s.format == RowFormat::MXFP4 ? 2 : 3;
+      segment.rowBytes = int32_t(s.rowBytes);
+      segments.push_back(segment);
+    }
+    int64_t bad = -1;
+    if (!cuda::packRows(segments, bad, error) || bad >= 0) {
+      error = bad >= 0 ? "state '" + s.slot->name + "' holds a row that is not exactly in its format " +
+                             rowFormatName(s.format) + " (its packed page would change it; a state of another artifact?)"
+                       : "packing state '" + s.slot->name + "' on " + cuda::deviceName() + ": " + error;
+      b.givePages(h);
+      return false;
+    }
+  }
+  for (const Impl::Storage &s : b.storage) {
+    const StateTensor &t = sequence.state.at(s.slot->name);
+    if (s.packed && packedOnDevice(t))
+      continue;   // packed into its pages above
     bool fromHost = !t.device || s.packed;
     const uint8_t *rows = s.packed ? packedRows.at(&s).data()
                                    : reinterpret_cast<const uint8_t *>(!t.device ? t.values.data() : t.device->data);
@@ -361,7 +390,25 @@ bool Batch::release(int64_t slot, Sequence &out, std::string &error) {
       t.values.resize(size_t(t.rows * t.width));
       rows = t.values.data();
     }
-    if (st.packed) {   // the pages' bytes to the host, decoded, back to where the rows go
+    if (st.packed && b.cuda && cuda::haveDeviceCodecs()) {   // decoded on the device, page by page
+      std::vector<cuda::DecodeSegment> segments;
+      const std::vector<int32_t> &owned = h.pages.at(st.slot->ratio);
+      for (int64_t k = 0; k * st.rows < t.rows; ++k) {
+        cuda::DecodeSegment segment;
+        segment.codes = st.at(owned[size_t(k)]);
+        segment.scales = st.at(owned[size_t(k)]) + codeBytes(st.format, st.width);
+        segment.out = rows + k * st.rows * st.width;
+        segment.rows = std::min(st.rows, t.rows - k * st.rows);
+        segment.cols = st.width;
+        segment.format = st.format == RowFormat::FP8 ? 1 : st.format == RowFormat::MXFP4 ? 2 : 3;
+        segment.rowStride = int32_t(st.rowBytes);
+        segments.push_back(segment);
+      }
+      if (!cuda::decodeRows(segments, error)) {
+        error = "decoding state '" + st.slot->name + "' out of the batch on " + cuda::deviceName() + ": " + error;
+        return false;
+      }
+    } else if (st.packed) {   // the pages' bytes to the host, decoded, back to where the rows go
       const std::vector<int32_t> &owned = h.pages.at(st.slot->ratio);
       std::vector<uint8_t> bytes(size_t(t.rows * st.rowBytes));
       for (int64_t k = 0; k * st.rows < t.rows; ++k)

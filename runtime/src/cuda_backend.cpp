@@ -28,6 +28,7 @@
 #include "dsf/codecs.h"
 
 #include <algorithm>
+#include <limits>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -568,53 +569,108 @@ uint64_t graphKernels(const Graph &graph) { return graph.kernels; }
 
 bool haveDeviceCodecs() { return DSF_HAVE_DEVICE_CODECS; }
 
-bool decodeRows(const std::vector<DecodeSegment> &segments, std::string &error) {
 #if DSF_HAVE_DEVICE_CODECS
+namespace {
+/// The runtime's codec kernels and the decode tables, loaded once: the
+/// tables are the host's (codecs.cpp), so the device's values are the
+/// host's bit for bit.
+struct CodecKernels {
+  CUfunction decode = nullptr, pack = nullptr;
+  void *tables = nullptr;
+};
+const CodecKernels *codecKernels(std::string &error) {
+  static CodecKernels k;
+  if (k.decode)
+    return &k;
   Driver &d = driver();
-  if (segments.empty())
-    return true;
-  // The kernel and the decode tables, once: the tables are the host's
-  // (codecs.cpp), so the device's values are the host's bit for bit.
-  static CUfunction kernel = nullptr;
-  static void *tables = nullptr;
-  if (!kernel) {
-    CUmodule module = nullptr;
-    CUresult r = d.cuModuleLoadData(&module, dsfStateCodecsFatbin);
-    if (r == 0)
-      r = d.cuModuleGetFunction(&kernel, module, "dsf_decode_state_rows");
-    if (r != 0) {
-      error = "loading the runtime's state decoding kernel: " + errorName(r);
-      kernel = nullptr;
-      return false;
-    }
-    kernelNames()[kernel] = "dsf_decode_state_rows (runtime)";
-    std::vector<float> host(528);   // staged by the copy before it returns (pageable)
-    for (int i = 0; i < 256; ++i) {
-      host[size_t(i)] = decodeE4M3(uint8_t(i));
-      host[size_t(256 + i)] = decodeUE8M0(uint8_t(i));
-    }
-    for (int i = 0; i < 16; ++i)
-      host[size_t(512 + i)] = decodeE2M1(uint8_t(i));
-    tables = deviceAlloc(host.size() * sizeof(float));
-    copyToDevice(tables, host.data(), host.size() * sizeof(float));
+  CUmodule module = nullptr;
+  CUresult r = d.cuModuleLoadData(&module, dsfStateCodecsFatbin);
+  if (r == 0)
+    r = d.cuModuleGetFunction(&k.decode, module, "dsf_decode_state_rows");
+  if (r == 0)
+    r = d.cuModuleGetFunction(&k.pack, module, "dsf_pack_state_rows");
+  if (r != 0) {
+    error = "loading the runtime's state codec kernels: " + errorName(r);
+    k.decode = k.pack = nullptr;
+    return nullptr;
   }
-  // The segment table: a copy from pageable memory is staged before the
-  // call returns, and the table's device block, freed below, is reused only
-  // by work queued after the kernel on the one stream.
-  size_t bytes = segments.size() * sizeof(DecodeSegment);
+  kernelNames()[k.decode] = "dsf_decode_state_rows (runtime)";
+  kernelNames()[k.pack] = "dsf_pack_state_rows (runtime)";
+  std::vector<float> host(528);   // staged by the copy before it returns (pageable)
+  for (int i = 0; i < 256; ++i) {
+    host[size_t(i)] = decodeE4M3(uint8_t(i));
+    host[size_t(256 + i)] = decodeUE8M0(uint8_t(i));
+  }
+  for (int i = 0; i < 16; ++i)
+    host[size_t(512 + i)] = decodeE2M1(uint8_t(i));
+  k.tables = deviceAlloc(host.size() * sizeof(float));
+  copyToDevice(k.tables, host.data(), host.size() * sizeof(float));
+  return &k;
+}
+
+/// `segments` copied to a device table, freed after the launch that reads
+/// it: a copy from pageable memory is staged before the call returns, and
+/// the block is reused only by work queued after the kernel on the one stream.
+template <typename Segment>
+void launchOverSegments(CUfunction kernel, const std::vector<Segment> &segments, int64_t mostWork, void *tables,
+                        void *extra) {
+  size_t bytes = segments.size() * sizeof(Segment);
   void *table = deviceAlloc(bytes);
   copyToDevice(table, segments.data(), bytes);
+  unsigned blocksX = unsigned(std::min<int64_t>(1024, std::max<int64_t>(1, (mostWork + 255) / 256)));
+  void *params[] = {&table, &tables, &extra};
+  mgpuLaunchKernel(kernel, blocksX, intptr_t(segments.size()), 1, 256, 1, 1, 0, driver().stream, params, nullptr,
+                   extra ? 3 : 2);
+  deviceFree(table);
+}
+} // namespace
+#endif
+
+bool decodeRows(const std::vector<DecodeSegment> &segments, std::string &error) {
+#if DSF_HAVE_DEVICE_CODECS
+  if (segments.empty())
+    return true;
+  const CodecKernels *k = codecKernels(error);
+  if (!k)
+    return false;
   int64_t most = 0;
   for (const DecodeSegment &s : segments)
     most = std::max(most, s.rows * s.cols);
-  unsigned blocksX = unsigned(std::min<int64_t>(1024, std::max<int64_t>(1, (most + 255) / 256)));
-  void *params[] = {&table, &tables};
-  mgpuLaunchKernel(kernel, blocksX, intptr_t(segments.size()), 1, 256, 1, 1, 0, d.stream, params, nullptr, 2);
-  deviceFree(table);
+  launchOverSegments(k->decode, segments, most, k->tables, nullptr);
   return true;
 #else
   (void)segments;
   error = "this runtime was built without nvcc: no device decoding kernel";
+  return false;
+#endif
+}
+
+bool packRows(const std::vector<PackSegment> &segments, int64_t &badRow, std::string &error) {
+  badRow = -1;
+#if DSF_HAVE_DEVICE_CODECS
+  if (segments.empty())
+    return true;
+  const CodecKernels *k = codecKernels(error);
+  if (!k)
+    return false;
+  int64_t most = 0;
+  for (const PackSegment &s : segments)
+    most = std::max(most, s.rows * s.cols / (s.format == 3 ? 16 : 32));
+  const int none = std::numeric_limits<int>::max();
+  void *bad = deviceAlloc(sizeof(int));
+  copyToDevice(bad, &none, sizeof(int));
+  launchOverSegments(k->pack, segments, most, k->tables, bad);
+  int found = none;
+  copyToHost(&found, bad, sizeof(int));
+  bool ok = synchronize(error);
+  deviceFree(bad);
+  if (!ok)
+    return false;
+  badRow = found == none ? -1 : found;
+  return true;
+#else
+  (void)segments;
+  error = "this runtime was built without nvcc: no device packing kernel";
   return false;
 #endif
 }

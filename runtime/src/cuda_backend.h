@@ -73,7 +73,20 @@ struct DecodeSegment {
   float *out = nullptr;
   int64_t rows = 0, cols = 0;
   int32_t format = 0;   // 0 f32 bytes, 1 FP8, 2 MXFP4, 3 NVFP4
-  int32_t unused = 0;
+  /// 0: codes and scales each contiguous (a tier's record); else the bytes
+  /// from one row to the next of both (a batch's packed pages: `scales` is
+  /// then `codes` plus the row's code bytes).
+  int32_t rowStride = 0;
+};
+/// Rows of a cache's decoded values (f32 on the device) to pack into rows
+/// of `rowBytes` (the codes, then a scale byte a block), as the host's
+/// quantizeRows packs them. The layout is the kernel's.
+struct PackSegment {
+  const float *in = nullptr;
+  void *out = nullptr;
+  int64_t rows = 0, cols = 0;
+  int32_t format = 1;   // 1 FP8, 2 MXFP4, 3 NVFP4
+  int32_t rowBytes = 0;
 };
 /// Whether this runtime was built with its device decoding kernel (nvcc).
 bool haveDeviceCodecs();
@@ -81,6 +94,10 @@ bool haveDeviceCodecs();
 /// Failures are recorded (see synchronize), or returned when the kernel
 /// cannot be loaded.
 bool decodeRows(const std::vector<DecodeSegment> &segments, std::string &error);
+/// Packs `segments` on the device (one launch) and waits: `badRow` the
+/// lowest row of a segment whose values do not decode back bit for bit
+/// (not its format's), or -1. False with the reason on a failure.
+bool packRows(const std::vector<PackSegment> &segments, int64_t &badRow, std::string &error);
 /// Waits for the device; false with the first failure since the last call
 /// (a launch, a kernel, an allocation, a copy).
 bool synchronize(std::string &error);
