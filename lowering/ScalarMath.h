@@ -118,23 +118,31 @@ inline Value packedScaleValue(OpBuilder &b, Location loc, Value byte, bool e4m3S
 
 /// Channel c (an index) of a packed row, decoded: element times its
 /// block's scale, the value dsf.quantize rounded it to. `byteAt(column)`
-/// reads the row's byte at an index column, as i32 (zero-extended).
+/// reads the row's byte at an index column, as i32 (zero-extended). With
+/// `lookup(code, fp4)`, an E2M1 or E4M3 code's value is read from a table
+/// of the values e2m1Value / e4m3Value give (a kernel's shared memory: one
+/// load where the bits take a dozen operations), else computed here.
 inline Value decodePacked(OpBuilder &b, Location loc, llvm::function_ref<Value(Value)> byteAt, Value c,
-                          const PackedCodes &codes) {
+                          const PackedCodes &codes,
+                          llvm::function_ref<Value(Value code, bool fp4)> lookup = nullptr) {
   using namespace packed_detail;
   auto index = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
+  auto e2m1 = [&](Value code) { return lookup ? lookup(code, true) : e2m1Value(b, loc, code); };
+  auto e4m3 = [&](Value code) { return lookup ? lookup(code, false) : e4m3Value(b, loc, code); };
   Value value;
   if (codes.fp4) {
     Value byte = byteAt(arith::DivUIOp::create(b, loc, c, index(2)));
     Value odd = arith::IndexCastOp::create(b, loc, b.getI32Type(), arith::RemUIOp::create(b, loc, c, index(2)));
     Value nibble = mask(b, loc, arith::ShRUIOp::create(b, loc, byte, arith::MulIOp::create(b, loc, odd, i32(b, loc, 4))), 15);
-    value = e2m1Value(b, loc, nibble);
+    value = e2m1(nibble);
   } else {
-    value = e4m3Value(b, loc, byteAt(c));
+    value = e4m3(byteAt(c));
   }
   Value scaleColumn = arith::AddIOp::create(b, loc, index(codes.codeBytes),
                                             arith::DivUIOp::create(b, loc, c, index(codes.block)));
-  return arith::MulFOp::create(b, loc, value, packedScaleValue(b, loc, byteAt(scaleColumn), codes.e4m3Scale));
+  Value scaleByte = byteAt(scaleColumn);
+  Value scale = codes.e4m3Scale ? e4m3(scaleByte) : packedScaleValue(b, loc, scaleByte, false);
+  return arith::MulFOp::create(b, loc, value, scale);
 }
 
 } // namespace mlir::dsf::lowering

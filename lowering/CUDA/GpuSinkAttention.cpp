@@ -55,6 +55,9 @@ constexpr int64_t kWideThreads = 512, kNarrowThreads = 256, kWideBelowBlocks = 1
 /// The query is kept in shared memory and each lane's share of a product is
 /// unrolled: widths up to 4,096.
 constexpr int64_t kMaxWidth = 4096;
+/// Packed pages: the values of the 256 E4M3 codes, then of the 16 E2M1
+/// codes, in shared memory.
+constexpr int64_t kDecodeTable = 272;
 
 struct Attention {
   int64_t heads = 0, width = 0, window = 0, k = 0;
@@ -159,7 +162,10 @@ struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
       Value one = idx(b, 1);
       auto launch = gpu::LaunchOp::create(b, loc, tokens, idx(b, a.heads), one, idx(b, kThreads), one, one, nullptr,
                                           nullptr, ValueRange{},
-                                          TypeRange{shared(width), shared(columns), shared(kWarps), shared(kWarps)});
+                                          a.packed ? TypeRange{shared(width), shared(columns), shared(kWarps),
+                                                               shared(kWarps), shared(kDecodeTable)}
+                                                   : TypeRange{shared(width), shared(columns), shared(kWarps),
+                                                               shared(kWarps)});
 
       OpBuilder k = OpBuilder::atBlockEnd(&launch.getBody().front());
       Value qs = launch.getWorkgroupAttributions()[0], weights = launch.getWorkgroupAttributions()[1];
@@ -192,10 +198,22 @@ struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
       });
     };
 
-    // 1. The query.
+    // 1. The query; with packed pages the code values' table: E4M3 codes
+    // 0 .. 255, then E2M1 codes 0 .. 15 (the values of ScalarMath.h's
+    // decoders, so a lookup decodes bit for bit as the linalg does).
     stridedLoop(k, tid, idx(k, width), kThreads, [&](OpBuilder &o, Value d) {
       memref::StoreOp::create(o, loc, memref::LoadOp::create(o, loc, q, ValueRange{t, h, d}), qs, ValueRange{d});
     });
+    Value decodeTable = a.packed ? Value(launch.getWorkgroupAttributions()[4]) : Value();
+    if (a.packed)
+      stridedLoop(k, tid, idx(k, kDecodeTable), kThreads, [&](OpBuilder &o, Value i) {
+        Value code = arith::IndexCastOp::create(o, loc, o.getI32Type(), i);
+        Value fp4Code = arith::SubIOp::create(o, loc, code, arith::ConstantIntOp::create(o, loc, 256, 32));
+        Value isE4M3 = cmp(o, arith::CmpIPredicate::ult, i, idx(o, 256));
+        Value v = arith::SelectOp::create(o, loc, isE4M3, lowering::e4m3Value(o, loc, code),
+                                          lowering::e2m1Value(o, loc, fp4Code));
+        memref::StoreOp::create(o, loc, v, decodeTable, ValueRange{i});
+      });
     gpu::BarrierOp::create(k, loc);
 
     // 2. The logits: each warp two columns at a time, c and c + 16, the
@@ -220,7 +238,13 @@ struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
       auto byteAt = [&](Value column) -> Value {
         return arith::ExtUIOp::create(o, loc, o.getI32Type(), memref::LoadOp::create(o, loc, src, ValueRange{row, column}));
       };
-      return lowering::decodePacked(o, loc, byteAt, d, *a.packed);
+      auto lookup = [&](Value code, bool fp4) -> Value {
+        Value at = arith::IndexCastOp::create(o, loc, o.getIndexType(), code);
+        if (fp4)
+          at = add(o, at, idx(o, 256));
+        return memref::LoadOp::create(o, loc, decodeTable, ValueRange{at});
+      };
+      return lowering::decodePacked(o, loc, byteAt, d, *a.packed, lookup);
     };
     using RowOf = function_ref<std::pair<Value, Value>(OpBuilder &, Value)>;
     auto logits = [&](OpBuilder &o, Value src, int64_t n, int64_t firstColumn, RowOf rowOf) {

@@ -201,3 +201,57 @@ func.func private @dsf_attention_slots_no_table(%q: memref<?x2x64xf32>, %rings: 
   %o = memref.alloc(%t) : memref<?x2x64xf32>
   return %o : memref<?x2x64xf32>
 }
+
+// -----
+
+// Packed pages (packed = "nvfp4"): each entry is 32 code bytes and 4 E4M3
+// scale bytes (width 64, blocks of 16), decoded as the kernel loads it: the
+// code values from a table in shared memory (256 E4M3, then 16 E2M1),
+// filled by the block before its first barrier.
+// CHECK-LABEL: func.func private @dsf_attention_slots_h2_d64_w4_k8_s3e000000_e16_nvfp4
+// CHECK: gpu.launch
+// CHECK-SAME: workgroup({{.*}}, %[[TABLE:.*]] : memref<272xf32, #gpu.address_space<workgroup>>)
+// CHECK: memref.store %{{.*}}, %[[TABLE]]
+// CHECK: gpu.barrier
+// CHECK: %[[CODE:.*]] = memref.load %arg3[%{{.*}}, %{{.*}}] : memref<?x36xi8>
+// CHECK: arith.extui %[[CODE]] : i8 to i32
+// CHECK: memref.load %[[TABLE]]
+// CHECK: memref.load %arg3[%{{.*}}, %{{.*}}] : memref<?x36xi8>
+// CHECK: memref.load %[[TABLE]]
+// CHECK: arith.mulf
+func.func private @dsf_attention_slots_h2_d64_w4_k8_s3e000000_e16_nvfp4(%q: memref<?x2x64xf32>, %rings: memref<?x64xf32>,
+    %pos: memref<?xi32>, %pages: memref<?x36xi8>, %table: memref<?x?xi32>, %sel: memref<?x8xi32>,
+    %sink: memref<2xf32>) -> memref<?x2x64xf32>
+    attributes {dsf.slot_attention = {heads = 2 : i64, width = 64 : i64, window = 4 : i64, k = 8 : i64, scale = 0.125 : f32, page_entries = 16 : i64, packed = "nvfp4"}} {
+  %c0 = arith.constant 0 : index
+  %t = memref.dim %q, %c0 : memref<?x2x64xf32>
+  %o = memref.alloc(%t) : memref<?x2x64xf32>
+  return %o : memref<?x2x64xf32>
+}
+
+// -----
+
+// Packed pages whose rows are not the format's (f32 rows, or an unknown format).
+// expected-error @below {{dsf-gpu-sink-attention: a dsf.slot_attention helper that is not the bufferized}}
+func.func private @dsf_attention_slots_packed_f32_rows(%q: memref<?x2x64xf32>, %rings: memref<?x64xf32>,
+    %pos: memref<?xi32>, %pages: memref<?x64xf32>, %table: memref<?x?xi32>, %sel: memref<?x8xi32>,
+    %sink: memref<2xf32>) -> memref<?x2x64xf32>
+    attributes {dsf.slot_attention = {heads = 2 : i64, width = 64 : i64, window = 4 : i64, k = 8 : i64, scale = 0.125 : f32, page_entries = 16 : i64, packed = "nvfp4"}} {
+  %c0 = arith.constant 0 : index
+  %t = memref.dim %q, %c0 : memref<?x2x64xf32>
+  %o = memref.alloc(%t) : memref<?x2x64xf32>
+  return %o : memref<?x2x64xf32>
+}
+
+// -----
+
+// expected-error @below {{dsf-gpu-sink-attention: a dsf.slot_attention helper that is not the bufferized}}
+func.func private @dsf_attention_slots_packed_unknown(%q: memref<?x2x64xf32>, %rings: memref<?x64xf32>,
+    %pos: memref<?xi32>, %pages: memref<?x36xi8>, %table: memref<?x?xi32>, %sel: memref<?x8xi32>,
+    %sink: memref<2xf32>) -> memref<?x2x64xf32>
+    attributes {dsf.slot_attention = {heads = 2 : i64, width = 64 : i64, window = 4 : i64, k = 8 : i64, scale = 0.125 : f32, page_entries = 16 : i64, packed = "nvfp5"}} {
+  %c0 = arith.constant 0 : index
+  %t = memref.dim %q, %c0 : memref<?x2x64xf32>
+  %o = memref.alloc(%t) : memref<?x2x64xf32>
+  return %o : memref<?x2x64xf32>
+}
