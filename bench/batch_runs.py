@@ -64,3 +64,27 @@ def profile_by_op(path, steps):
         t[0] += int(m.group(3)) / steps
         t[1] += float(m.group(4)) / 1e3 / steps
     return by_op
+
+
+def build_args(args, context):
+    """DSF_RUN OUT.md NAME=ARTIFACT... [--context N] [--batches 1,8,64] [--profile-batch B,...]: (dsf_run, out_md,
+    [(name, artifact)], context, batches, profile batches)."""
+    dsf_run, out_md = args[0], args[1]
+    builds, batches, profile_batches = [], [1, 8, 64], []
+    i = 2
+    while i < len(args):
+        if args[i] == "--context":
+            context = int(args[i + 1])
+            i += 2
+        elif args[i] == "--batches":
+            batches = [int(n) for n in args[i + 1].split(",")]
+            i += 2
+        elif args[i] == "--profile-batch":
+            profile_batches = [int(n) for n in args[i + 1].split(",")]
+            i += 2
+        elif "=" in args[i]:
+            builds.append(tuple(args[i].split("=", 1)))
+            i += 1
+        else:
+            raise SystemExit(f"unknown argument {args[i]}")
+    return dsf_run, out_md, builds, context, batches, profile_batches

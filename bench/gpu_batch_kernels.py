@@ -24,31 +24,15 @@ import sys
 
 import numpy as np
 
-args = sys.argv[1:]
-dsf_run, out_md = args[0], args[1]
-builds, context, batches, profile_batches = [], 2048, [1, 8, 64], []
-i = 2
-while i < len(args):
-    if args[i] == "--context":
-        context = int(args[i + 1])
-        i += 2
-    elif args[i] == "--batches":
-        batches = [int(n) for n in args[i + 1].split(",")]
-        i += 2
-    elif args[i] == "--profile-batch":
-        profile_batches = [int(n) for n in args[i + 1].split(",")]
-        i += 2
-    elif "=" in args[i]:
-        builds.append(tuple(args[i].split("=", 1)))
-        i += 1
-    else:
-        sys.exit(f"unknown argument {args[i]}")
-if not builds:
-    sys.exit("give at least one build as NAME=ARTIFACT")
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(root, "tools", "scripts"))
 import dsfa_tool  # noqa: E402
-from batch_runs import Report, batch_steps, gpu_name, profile_by_op, run_dsf  # noqa: E402
+from batch_runs import Report, batch_steps, build_args, gpu_name, profile_by_op, run_dsf  # noqa: E402
+
+args = sys.argv[1:]
+dsf_run, out_md, builds, context, batches, profile_batches = build_args(args, 2048)
+if not builds:
+    sys.exit("give at least one build as NAME=ARTIFACT")
 
 work = "/tmp/dsf-batch-kernels"
 os.makedirs(work, exist_ok=True)

@@ -26,32 +26,16 @@ import sys
 
 import numpy as np
 
-args = sys.argv[1:]
-dsf_run, out_md = args[0], args[1]
-builds, context, batches, profile_batches = [], 16384, [1, 8, 64], []
-i = 2
-while i < len(args):
-    if args[i] == "--context":
-        context = int(args[i + 1])
-        i += 2
-    elif args[i] == "--batches":
-        batches = [int(n) for n in args[i + 1].split(",")]
-        i += 2
-    elif args[i] == "--profile-batch":
-        profile_batches = [int(n) for n in args[i + 1].split(",")]
-        i += 2
-    elif "=" in args[i]:
-        builds.append(tuple(args[i].split("=", 1)))
-        i += 1
-    else:
-        sys.exit(f"unknown argument {args[i]}")
-if len(builds) != 2:
-    sys.exit("give the two builds as f32=ARTIFACT packed=ARTIFACT (the anchor first)")
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(root, "tools", "scripts"))
 sys.path.insert(0, os.path.join(root, "bench"))
 import dsfa_tool  # noqa: E402
-from batch_runs import Report, batch_steps, gpu_name, profile_by_op, run_dsf  # noqa: E402
+from batch_runs import Report, batch_steps, build_args, gpu_name, profile_by_op, run_dsf  # noqa: E402
+
+args = sys.argv[1:]
+dsf_run, out_md, builds, context, batches, profile_batches = build_args(args, 16384)
+if len(builds) != 2:
+    sys.exit("give the two builds as f32=ARTIFACT packed=ARTIFACT (the anchor first)")
 
 HBM_BYTES_PER_S = 4.4e12   # BENCHMARKS.md: the H200's measured copy bandwidth
 work = "/tmp/dsf-packed-pages"
