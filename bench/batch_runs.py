@@ -88,3 +88,21 @@ def build_args(args, context):
         else:
             raise SystemExit(f"unknown argument {args[i]}")
     return dsf_run, out_md, builds, context, batches, profile_batches
+
+
+def random_weights_and_prompt(work, artifact, context):
+    """Random weights in the released formats for `artifact` (written once into `work`) and a `context`-token
+    prompt file (seed 11): (weights path, prompt path, the artifact's manifest)."""
+    import numpy as np
+    import dsfa_tool
+    weights = os.path.join(work, "weights.safetensors")
+    art = open(artifact, "rb").read()
+    manifest = dsfa_tool.manifest(art)
+    if not os.path.exists(weights):
+        dsfa_tool.write_random_quantized(art, weights)
+    del art
+    rng = np.random.default_rng(11)
+    ids_path = os.path.join(work, f"ids{context}")
+    with open(ids_path, "w") as f:
+        f.write(",".join(map(str, rng.integers(0, manifest["vocab_size"], context))))
+    return weights, ids_path, manifest

@@ -24,13 +24,13 @@ import os
 import re
 import sys
 
-import numpy as np
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(root, "tools", "scripts"))
 sys.path.insert(0, os.path.join(root, "bench"))
 import dsfa_tool  # noqa: E402
-from batch_runs import Report, batch_steps, build_args, gpu_name, profile_by_op, run_dsf  # noqa: E402
+from batch_runs import (Report, batch_steps, build_args, gpu_name, profile_by_op,  # noqa: E402
+                        random_weights_and_prompt, run_dsf)
 
 args = sys.argv[1:]
 dsf_run, out_md, builds, context, batches, profile_batches = build_args(args, 16384)
@@ -49,16 +49,7 @@ say(f"- command: `python3 bench/gpu_packed_pages.py DSF_RUN OUT.md {' '.join(arg
 say(f"- anchor: {builds[0][0]} ({os.path.basename(builds[0][1])}), the f32 pages, in the same run")
 say()
 
-weights = os.path.join(work, "weights.safetensors")
-art = open(builds[0][1], "rb").read()
-manifest = dsfa_tool.manifest(art)
-if not os.path.exists(weights):
-    dsfa_tool.write_random_quantized(art, weights)
-del art
-rng = np.random.default_rng(11)
-ids_path = os.path.join(work, f"ids{context}")
-with open(ids_path, "w") as f:
-    f.write(",".join(map(str, rng.integers(0, manifest["vocab_size"], context))))
+weights, ids_path, manifest = random_weights_and_prompt(work, builds[0][1], context)
 
 
 def key_bytes_a_sequence(path):
