@@ -57,6 +57,8 @@ struct PackedCodes {
   bool fp4 = false;        // E2M1 elements (else E4M3)
   bool e4m3Scale = false;  // E4M3 scales (else UE8M0)
   int64_t codeBytes = 0, block = 0;
+  /// A row's bytes: its codes, then a scale byte a block of its `width` channels.
+  int64_t rowBytes(int64_t width) const { return codeBytes + width / block; }
 };
 /// The codes of "fp8", "mxfp4" or "nvfp4" rows of `width` channels.
 inline std::optional<PackedCodes> packedCodesNamed(llvm::StringRef name, int64_t width) {

@@ -69,7 +69,6 @@ struct Attention {
   /// Packed pages (`packed`: fp8, mxfp4, nvfp4): each entry its format's
   /// packed row, decoded as the kernel loads it.
   std::optional<lowering::PackedCodes> packed;
-  int64_t packedBytes() const { return packed->codeBytes + width / packed->block; }
 };
 
 std::optional<Attention> parseAttention(DictionaryAttr spec, bool slots) {
@@ -100,7 +99,7 @@ bool hasAttentionSignature(FunctionType type, const Attention &a, Builder &b) {
   if (a.slots)
     inputs.push_back({{dyn}, i32});
   if (a.k && a.slots && a.packed)
-    inputs.append({{{dyn, a.packedBytes()}, b.getI8Type()}, {{dyn, dyn}, i32}, {{dyn, a.k}, i32}});
+    inputs.append({{{dyn, a.packed->rowBytes(a.width)}, b.getI8Type()}, {{dyn, dyn}, i32}, {{dyn, a.k}, i32}});
   else if (a.k && a.slots)
     inputs.append({{{dyn, a.width}, f32}, {{dyn, dyn}, i32}, {{dyn, a.k}, i32}});
   else if (a.k)
@@ -160,12 +159,11 @@ struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
     auto buildKernel = [&](OpBuilder &b, const int64_t kThreads) {
       const int64_t kWarps = kThreads / kWarp;
       Value one = idx(b, 1);
+      SmallVector<Type> attributions{shared(width), shared(columns), shared(kWarps), shared(kWarps)};
+      if (a.packed)
+        attributions.push_back(shared(kDecodeTable));
       auto launch = gpu::LaunchOp::create(b, loc, tokens, idx(b, a.heads), one, idx(b, kThreads), one, one, nullptr,
-                                          nullptr, ValueRange{},
-                                          a.packed ? TypeRange{shared(width), shared(columns), shared(kWarps),
-                                                               shared(kWarps), shared(kDecodeTable)}
-                                                   : TypeRange{shared(width), shared(columns), shared(kWarps),
-                                                               shared(kWarps)});
+                                          nullptr, ValueRange{}, attributions);
 
       OpBuilder k = OpBuilder::atBlockEnd(&launch.getBody().front());
       Value qs = launch.getWorkgroupAttributions()[0], weights = launch.getWorkgroupAttributions()[1];

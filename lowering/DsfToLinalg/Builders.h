@@ -89,6 +89,12 @@ struct PackedRow {
 };
 /// The packed row of `format` over `width` channels, if the codecs have it.
 std::optional<PackedRow> packedRow(QuantAttr format, int64_t width);
+/// The packed row of a quantized tensor's or a cache's format and width.
+std::optional<PackedRow> packedRowOf(Type dsfType);
+/// The packed row a lowered value of `lowered` type holds for its dsf type
+/// `held` (a qtensor or a cache): none when it holds f32 values; failure when
+/// it holds bytes (i8) of a format without a packed row.
+FailureOr<std::optional<PackedRow>> heldRow(Type lowered, Type held);
 /// "fp8", "mxfp4" or "nvfp4" (the runtime's codec names).
 std::string packedRowName(const PackedRow &row);
 /// x [..., width] f32 quantized (as dsf.quantize rounds it) and packed:

@@ -248,12 +248,11 @@ struct QuantizeLowering : DsfPattern<QuantizeOp> {
     Value x = adaptor.getInput();
     // Packed where the converter holds the tensor as bytes (a batched entry
     // point's caches: their pages).
-    auto held = llvm::dyn_cast_or_null<RankedTensorType>(getTypeConverter()->convertType(op.getType()));
-    if (held && held.getElementType().isInteger(8)) {
-      std::optional<PackedRow> row = packedRow(format, tensorType(x).getShape().back());
-      if (!row)
-        return b.notifyMatchFailure(op, "bytes for a format without a packed row");
-      b.replaceOp(op, packRows(b, loc, x, *row));
+    FailureOr<std::optional<PackedRow>> row = heldRow(getTypeConverter()->convertType(op.getType()), op.getType());
+    if (failed(row))
+      return b.notifyMatchFailure(op, "bytes for a format without a packed row");
+    if (*row) {
+      b.replaceOp(op, packRows(b, loc, x, **row));
       return success();
     }
     if (format.getElement() == ScalarFormat::bf16) {
@@ -288,15 +287,13 @@ struct QuantizeLowering : DsfPattern<QuantizeOp> {
 struct DequantizeLowering : DsfPattern<DequantizeOp> {
   using DsfPattern::DsfPattern;
   LogicalResult matchAndRewrite(DequantizeOp op, OpAdaptor adaptor, ConversionPatternRewriter &b) const override {
-    auto held = llvm::dyn_cast<RankedTensorType>(adaptor.getInput().getType());
-    if (!held)
+    if (!llvm::isa<RankedTensorType>(adaptor.getInput().getType()))
       return b.notifyMatchFailure(op, "operand not lowered");
-    if (held.getElementType().isInteger(8)) {
-      auto type = llvm::cast<QTensorType>(op.getInput().getType());
-      std::optional<PackedRow> row = packedRow(type.getFormat(), type.getShape().back());
-      if (!row)
-        return b.notifyMatchFailure(op, "bytes for a format without a packed row");
-      b.replaceOp(op, unpackRows(b, op.getLoc(), adaptor.getInput(), *row));
+    FailureOr<std::optional<PackedRow>> row = heldRow(adaptor.getInput().getType(), op.getInput().getType());
+    if (failed(row))
+      return b.notifyMatchFailure(op, "bytes for a format without a packed row");
+    if (*row) {
+      b.replaceOp(op, unpackRows(b, op.getLoc(), adaptor.getInput(), **row));
       return success();
     }
     b.replaceOp(op, adaptor.getInput());
@@ -321,7 +318,25 @@ std::optional<PackedRow> packedRow(QuantAttr format, int64_t width) {
   row.format = format;
   row.width = width;
   row.codeBytes = fp8 ? width : width / 2;
-  row.bytes = row.codeBytes + width / block;
+  row.bytes = row.codes().rowBytes(width);
+  return row;
+}
+
+std::optional<PackedRow> packedRowOf(Type dsfType) {
+  if (auto q = llvm::dyn_cast<QTensorType>(dsfType))
+    return packedRow(q.getFormat(), q.getShape().back());
+  if (auto c = llvm::dyn_cast<CacheType>(dsfType))
+    return packedRow(c.getFormat(), c.getWidth());
+  return std::nullopt;
+}
+
+FailureOr<std::optional<PackedRow>> heldRow(Type lowered, Type held) {
+  auto tensor = llvm::dyn_cast_or_null<RankedTensorType>(lowered);
+  if (!tensor || !tensor.getElementType().isInteger(8))
+    return std::optional<PackedRow>();
+  std::optional<PackedRow> row = packedRowOf(held);
+  if (!row)
+    return failure();
   return row;
 }
 

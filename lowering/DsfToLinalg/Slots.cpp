@@ -120,13 +120,11 @@ struct SlotWindowWrite : SlotPattern<WindowWriteOp> {
     Value ring = adaptor.getPrior(), rows = adaptor.getRows();
     if (failed(pos) || !ring || !llvm::isa<RankedTensorType>(rows.getType()))
       return b.notifyMatchFailure(op, "a batched window write continues a ring with f32 rows");
-    if (tensorType(rows).getElementType().isInteger(8)) {   // packed rows, to the f32 ring
-      auto type = llvm::cast<QTensorType>(op.getRows().getType());
-      std::optional<PackedRow> row = packedRow(type.getFormat(), type.getShape().back());
-      if (!row)
-        return b.notifyMatchFailure(op, "bytes for a format without a packed row");
-      rows = unpackRows(b, op.getLoc(), rows, *row);
-    }
+    FailureOr<std::optional<PackedRow>> row = heldRow(rows.getType(), op.getRows().getType());
+    if (failed(row))
+      return b.notifyMatchFailure(op, "bytes for a format without a packed row");
+    if (*row)   // packed rows, to the f32 ring
+      rows = unpackRows(b, op.getLoc(), rows, **row);
     int64_t size = llvm::cast<WindowType>(op.getType()).getSize();
     b.replaceOp(op, scatterRows(b, op.getLoc(), ring, rows, [&](OpBuilder &nb, Location l, Value t) {
                   Value slot = arith::RemUIOp::create(nb, l, positionAt(nb, l, *pos, t), indexConst(nb, l, size));
@@ -261,11 +259,10 @@ struct SlotIndexTopk : SlotPattern<IndexTopkOp> {
                                       b.getF32Type());
     Value init = filled(b, loc, f32Const(b, loc, 0), tensor::EmptyOp::create(b, loc, type, ValueRange{tokens, entries}));
     Value table = *pages;
-    auto keysType = llvm::cast<CacheType>(op.getKeys().getType());
-    std::optional<PackedRow> packed;
-    if (tensorType(keys).getElementType().isInteger(8) &&
-        !(packed = packedRow(keysType.getFormat(), keysType.getWidth())))
+    FailureOr<std::optional<PackedRow>> held = heldRow(keys.getType(), op.getKeys().getType());
+    if (failed(held))
       return b.notifyMatchFailure(op, "packed index keys of a format without a packed row");
+    std::optional<PackedRow> packed = *held;
     Value dots = linalg::GenericOp::create(
                      b, loc, TypeRange{type}, ValueRange{q}, ValueRange{init},
                      ArrayRef<AffineMap>{pick(ctx, 4, {0, 1, 3}), pick(ctx, 4, {0, 1, 2})}, iterators(3, 1),
@@ -308,11 +305,11 @@ struct SlotAttention : SlotPattern<AttentionOp> {
     int64_t ratio = 1, pageEntries = 0;
     std::optional<PackedRow> packed;
     if (op.getCache()) {
-      auto cacheType = llvm::cast<CacheType>(op.getCache().getType());
-      ratio = cacheType.getRatio();
-      if (tensorType(adaptor.getCache()).getElementType().isInteger(8) &&
-          !(packed = packedRow(cacheType.getFormat(), cacheType.getWidth())))
+      ratio = llvm::cast<CacheType>(op.getCache().getType()).getRatio();
+      FailureOr<std::optional<PackedRow>> held = heldRow(adaptor.getCache().getType(), op.getCache().getType());
+      if (failed(held))
         return b.notifyMatchFailure(op, "packed pages of a format without a packed row");
+      packed = *held;
       FailureOr<Value> t = table(op, ratio, b);
       if (failed(t))
         return failure();
@@ -400,7 +397,7 @@ void addSlotTypeConversions(TypeConverter &types, const LoweringState &state) {
     return RankedTensorType::get({ShapedType::kDynamic, t.getSize(), t.getWidth()}, Float32Type::get(t.getContext()));
   });
   types.addConversion([&state](CacheType t) -> Type {
-    std::optional<PackedRow> row = state.packedPages ? packedRow(t.getFormat(), t.getWidth()) : std::nullopt;
+    std::optional<PackedRow> row = state.packedPages ? packedRowOf(t) : std::nullopt;
     if (row)
       return RankedTensorType::get({ShapedType::kDynamic, state.pageEntries(t.getRatio()), row->bytes},
                                    IntegerType::get(t.getContext(), 8));
@@ -411,7 +408,7 @@ void addSlotTypeConversions(TypeConverter &types, const LoweringState &state) {
   // (a window's and the indexer queries' too: bit for bit the same values
   // where they are decoded).
   types.addConversion([&state](QTensorType t) -> std::optional<Type> {
-    std::optional<PackedRow> row = state.packedPages ? packedRow(t.getFormat(), t.getShape().back()) : std::nullopt;
+    std::optional<PackedRow> row = state.packedPages ? packedRowOf(t) : std::nullopt;
     if (!row)
       return std::nullopt;   // the base conversion: the decoded f32 values
     SmallVector<int64_t> shape(t.getShape());
