@@ -132,6 +132,15 @@ struct Batch::Impl {
     return s.rows == 2 * ratio ? (length >= ratio ? ratio : 0) + open : open;
   }
 
+  /// A cache slot's pages holding a sequence's first `rows` entries (`owned`,
+  /// its pages in order, `s.rows` entries a page): visit(first entry, the
+  /// page's bytes, its entries used).
+  template <typename Visit>
+  static void forPages(const Storage &s, const std::vector<int32_t> &owned, int64_t rows, Visit visit) {
+    for (int64_t k = 0; k * s.rows < rows; ++k)
+      visit(k * s.rows, s.at(owned[size_t(k)]), std::min(s.rows, rows - k * s.rows));
+  }
+
   /// Ring rows [0, n) <-> rows of positions length - n .. length - 1: at most
   /// two runs.
   template <typename Copy>
@@ -314,30 +323,33 @@ bool Batch::admit(Sequence &sequence, std::string &error) {
       b.givePages(h);
       return false;
     }
+  // The device's rows packed into their pages: one launch for every slot.
+  std::vector<cuda::PackSegment> segments;
+  std::vector<const Impl::Storage *> segmentSlot;
   for (const Impl::Storage &s : b.storage) {
     const StateTensor &t = sequence.state.at(s.slot->name);
     if (!s.packed || !packedOnDevice(t))
       continue;
-    std::vector<cuda::PackSegment> segments;
-    const std::vector<int32_t> &owned = h.pages.at(s.slot->ratio);
-    for (int64_t k = 0; k * s.rows < t.rows; ++k) {
+    Impl::forPages(s, h.pages.at(s.slot->ratio), t.rows, [&](int64_t first, uint8_t *page, int64_t n) {
       cuda::PackSegment segment;
-      segment.in = t.device->data + k * s.rows * s.width;
-      segment.out = s.at(owned[size_t(k)]);
-      segment.rows = std::min(s.rows, t.rows - k * s.rows);
+      segment.in = t.device->data + first * s.width;
+      segment.out = page;
+      segment.rows = n;
       segment.cols = s.width;
-      segment.format = s.format == RowFormat::FP8 ? 1 : s.format == RowFormat::MXFP4 ? 2 : 3;
+      segment.format = cuda::kernelFormat(s.format);
       segment.rowBytes = int32_t(s.rowBytes);
       segments.push_back(segment);
-    }
-    int64_t bad = -1;
-    if (!cuda::packRows(segments, bad, error) || bad >= 0) {
-      error = bad >= 0 ? "state '" + s.slot->name + "' holds a row that is not exactly in its format " +
-                             rowFormatName(s.format) + " (its packed page would change it; a state of another artifact?)"
-                       : "packing state '" + s.slot->name + "' on " + cuda::deviceName() + ": " + error;
-      b.givePages(h);
-      return false;
-    }
+      segmentSlot.push_back(&s);
+    });
+  }
+  int64_t bad = -1;
+  if (!cuda::packRows(segments, bad, error) || bad >= 0) {
+    error = bad >= 0 ? "state '" + segmentSlot[size_t(bad)]->slot->name + "' holds a row that is not exactly in its format " +
+                           rowFormatName(segmentSlot[size_t(bad)]->format) +
+                           " (its packed page would change it; a state of another artifact?)"
+                     : "packing the sequence's state on " + cuda::deviceName() + ": " + error;
+    b.givePages(h);
+    return false;
   }
   for (const Impl::Storage &s : b.storage) {
     const StateTensor &t = sequence.state.at(s.slot->name);
@@ -347,10 +359,9 @@ bool Batch::admit(Sequence &sequence, std::string &error) {
     const uint8_t *rows = s.packed ? packedRows.at(&s).data()
                                    : reinterpret_cast<const uint8_t *>(!t.device ? t.values.data() : t.device->data);
     if (s.paged) {
-      const std::vector<int32_t> &owned = h.pages.at(s.slot->ratio);
-      for (int64_t k = 0; k * s.rows < t.rows; ++k)
-        b.copyIn(s.at(owned[size_t(k)]), rows + k * s.rows * s.rowBytes, fromHost,
-                 size_t(std::min(s.rows, t.rows - k * s.rows) * s.rowBytes));
+      Impl::forPages(s, h.pages.at(s.slot->ratio), t.rows, [&](int64_t first, uint8_t *page, int64_t n) {
+        b.copyIn(page, rows + first * s.rowBytes, fromHost, size_t(n * s.rowBytes));
+      });
     } else {
       uint8_t *ring = s.at(slot);
       Impl::forRuns(s.rows, length, t.rows, [&](int64_t ringRow, int64_t row, int64_t n) {
@@ -390,30 +401,29 @@ bool Batch::release(int64_t slot, Sequence &out, std::string &error) {
       t.values.resize(size_t(t.rows * t.width));
       rows = t.values.data();
     }
+    const std::vector<int32_t> *owned = st.paged ? &h.pages.at(st.slot->ratio) : nullptr;
     if (st.packed && b.cuda && cuda::haveDeviceCodecs()) {   // decoded on the device, page by page
       std::vector<cuda::DecodeSegment> segments;
-      const std::vector<int32_t> &owned = h.pages.at(st.slot->ratio);
-      for (int64_t k = 0; k * st.rows < t.rows; ++k) {
+      Impl::forPages(st, *owned, t.rows, [&](int64_t first, uint8_t *page, int64_t n) {
         cuda::DecodeSegment segment;
-        segment.codes = st.at(owned[size_t(k)]);
-        segment.scales = st.at(owned[size_t(k)]) + codeBytes(st.format, st.width);
-        segment.out = rows + k * st.rows * st.width;
-        segment.rows = std::min(st.rows, t.rows - k * st.rows);
+        segment.codes = page;
+        segment.scales = page + codeBytes(st.format, st.width);
+        segment.out = rows + first * st.width;
+        segment.rows = n;
         segment.cols = st.width;
-        segment.format = st.format == RowFormat::FP8 ? 1 : st.format == RowFormat::MXFP4 ? 2 : 3;
+        segment.format = cuda::kernelFormat(st.format);
         segment.rowStride = int32_t(st.rowBytes);
         segments.push_back(segment);
-      }
+      });
       if (!cuda::decodeRows(segments, error)) {
         error = "decoding state '" + st.slot->name + "' out of the batch on " + cuda::deviceName() + ": " + error;
         return false;
       }
     } else if (st.packed) {   // the pages' bytes to the host, decoded, back to where the rows go
-      const std::vector<int32_t> &owned = h.pages.at(st.slot->ratio);
       std::vector<uint8_t> bytes(size_t(t.rows * st.rowBytes));
-      for (int64_t k = 0; k * st.rows < t.rows; ++k)
-        b.copyOut(bytes.data() + k * st.rows * st.rowBytes, st.at(owned[size_t(k)]),
-                  size_t(std::min(st.rows, t.rows - k * st.rows) * st.rowBytes));
+      Impl::forPages(st, *owned, t.rows, [&](int64_t first, uint8_t *page, int64_t n) {
+        b.copyOut(bytes.data() + first * st.rowBytes, page, size_t(n * st.rowBytes));
+      });
       if (b.cuda && !cuda::synchronize(error)) {
         error = "copying state '" + st.slot->name + "' out of the batch on " + cuda::deviceName() + ": " + error;
         return false;
@@ -428,10 +438,9 @@ bool Batch::release(int64_t slot, Sequence &out, std::string &error) {
         return false;
       }
     } else if (st.paged) {
-      const std::vector<int32_t> &owned = h.pages.at(st.slot->ratio);
-      for (int64_t k = 0; k * st.rows < t.rows; ++k)
-        b.copyWithin(rows + k * st.rows * st.width, st.at(owned[size_t(k)]),
-                     size_t(std::min(st.rows, t.rows - k * st.rows) * st.rowBytes));
+      Impl::forPages(st, *owned, t.rows, [&](int64_t first, uint8_t *page, int64_t n) {
+        b.copyWithin(rows + first * st.width, page, size_t(n * st.rowBytes));
+      });
     } else {
       const uint8_t *ring = st.at(slot);
       Impl::forRuns(st.rows, h.length, t.rows, [&](int64_t ringRow, int64_t row, int64_t n) {

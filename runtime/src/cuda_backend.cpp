@@ -608,36 +608,37 @@ const CodecKernels *codecKernels(std::string &error) {
   return &k;
 }
 
-/// `segments` copied to a device table, freed after the launch that reads
-/// it: a copy from pageable memory is staged before the call returns, and
-/// the block is reused only by work queued after the kernel on the one stream.
+/// Launches `kernel` of the codec kernels over `segments` (a device copy of
+/// them, freed after the launch that reads it: a copy from pageable memory
+/// is staged before the call returns, and the block is reused only by work
+/// queued after the kernel on the one stream), `mostWork` threads' work in
+/// the largest; `extra`, when given, is the kernel's third parameter.
 template <typename Segment>
-void launchOverSegments(CUfunction kernel, const std::vector<Segment> &segments, int64_t mostWork, void *tables,
-                        void *extra) {
+bool launchCodec(CUfunction CodecKernels::*kernel, const std::vector<Segment> &segments, int64_t mostWork,
+                 void *extra, std::string &error) {
+  const CodecKernels *k = codecKernels(error);
+  if (!k)
+    return false;
   size_t bytes = segments.size() * sizeof(Segment);
   void *table = deviceAlloc(bytes);
   copyToDevice(table, segments.data(), bytes);
   unsigned blocksX = unsigned(std::min<int64_t>(1024, std::max<int64_t>(1, (mostWork + 255) / 256)));
+  void *tables = k->tables;
   void *params[] = {&table, &tables, &extra};
-  mgpuLaunchKernel(kernel, blocksX, intptr_t(segments.size()), 1, 256, 1, 1, 0, driver().stream, params, nullptr,
+  mgpuLaunchKernel(k->*kernel, blocksX, intptr_t(segments.size()), 1, 256, 1, 1, 0, driver().stream, params, nullptr,
                    extra ? 3 : 2);
   deviceFree(table);
+  return true;
 }
 } // namespace
 #endif
 
 bool decodeRows(const std::vector<DecodeSegment> &segments, std::string &error) {
 #if DSF_HAVE_DEVICE_CODECS
-  if (segments.empty())
-    return true;
-  const CodecKernels *k = codecKernels(error);
-  if (!k)
-    return false;
   int64_t most = 0;
   for (const DecodeSegment &s : segments)
     most = std::max(most, s.rows * s.cols);
-  launchOverSegments(k->decode, segments, most, k->tables, nullptr);
-  return true;
+  return segments.empty() || launchCodec(&CodecKernels::decode, segments, most, nullptr, error);
 #else
   (void)segments;
   error = "this runtime was built without nvcc: no device decoding kernel";
@@ -645,28 +646,27 @@ bool decodeRows(const std::vector<DecodeSegment> &segments, std::string &error) 
 #endif
 }
 
-bool packRows(const std::vector<PackSegment> &segments, int64_t &badRow, std::string &error) {
-  badRow = -1;
+bool packRows(const std::vector<PackSegment> &segments, int64_t &badSegment, std::string &error) {
+  badSegment = -1;
 #if DSF_HAVE_DEVICE_CODECS
   if (segments.empty())
     return true;
-  const CodecKernels *k = codecKernels(error);
-  if (!k)
-    return false;
   int64_t most = 0;
   for (const PackSegment &s : segments)
     most = std::max(most, s.rows * s.cols / (s.format == 3 ? 16 : 32));
   const int none = std::numeric_limits<int>::max();
   void *bad = deviceAlloc(sizeof(int));
   copyToDevice(bad, &none, sizeof(int));
-  launchOverSegments(k->pack, segments, most, k->tables, bad);
   int found = none;
-  copyToHost(&found, bad, sizeof(int));
-  bool ok = synchronize(error);
+  bool ok = launchCodec(&CodecKernels::pack, segments, most, bad, error);
+  if (ok) {
+    copyToHost(&found, bad, sizeof(int));
+    ok = synchronize(error);
+  }
   deviceFree(bad);
   if (!ok)
     return false;
-  badRow = found == none ? -1 : found;
+  badSegment = found == none ? -1 : found;
   return true;
 #else
   (void)segments;

@@ -2,6 +2,8 @@
 #ifndef DSF_RUNTIME_CUDA_BACKEND_H
 #define DSF_RUNTIME_CUDA_BACKEND_H
 
+#include "dsf/codecs.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -65,6 +67,9 @@ bool launchGraph(const Graph &graph, std::string &error);
 /// Kernel launches a replay of `graph` makes.
 uint64_t graphKernels(const Graph &graph);
 
+/// A row format's code in the codec kernels' segments (0 is f32 bytes).
+inline int32_t kernelFormat(RowFormat f) { return f == RowFormat::FP8 ? 1 : f == RowFormat::MXFP4 ? 2 : 3; }
+
 /// One tensor's rows (or part of them) in a tier's bytes, already on the
 /// device, to be decoded into f32 rows at `out` (as dequantizeRows does).
 /// The layout is the kernel's (src/device/state_codecs.cu).
@@ -94,10 +99,10 @@ bool haveDeviceCodecs();
 /// Failures are recorded (see synchronize), or returned when the kernel
 /// cannot be loaded.
 bool decodeRows(const std::vector<DecodeSegment> &segments, std::string &error);
-/// Packs `segments` on the device (one launch) and waits: `badRow` the
-/// lowest row of a segment whose values do not decode back bit for bit
-/// (not its format's), or -1. False with the reason on a failure.
-bool packRows(const std::vector<PackSegment> &segments, int64_t &badRow, std::string &error);
+/// Packs `segments` on the device (one launch) and waits: `badSegment` the
+/// first segment holding a value that does not decode back bit for bit (not
+/// its format's), or -1. False with the reason on a failure.
+bool packRows(const std::vector<PackSegment> &segments, int64_t &badSegment, std::string &error);
 /// Waits for the device; false with the first failure since the last call
 /// (a launch, a kernel, an allocation, a copy).
 bool synchronize(std::string &error);

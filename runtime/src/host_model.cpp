@@ -581,7 +581,7 @@ bool HostModel::placeState(Sequence &sequence, std::string &error) const {
         d.out = out + seg.firstRow * t->width;
         d.rows = seg.rows;
         d.cols = t->width;
-        d.format = seg.f32 ? 0 : seg.format == RowFormat::FP8 ? 1 : seg.format == RowFormat::MXFP4 ? 2 : 3;
+        d.format = seg.f32 ? 0 : cuda::kernelFormat(seg.format);
         segments.push_back(d);
       }
     }

@@ -52,8 +52,9 @@ extern "C" __global__ void dsf_decode_state_rows(const Segment *segments, const 
 // packs one block of one row as the host's quantizeRows does (codecs.cpp,
 // the same fp32 operations), writes the codes and the scale byte into the
 // row of `rowBytes` (codes, then scales), decodes them back with the host's
-// tables and keeps the lowest row whose values do not come back bit for bit
-// in *bad: such a row is not the format's, and the sequence is refused.
+// tables and keeps the lowest segment (blockIdx.y) whose values do not come
+// back bit for bit in *bad: its rows are not the format's, and the sequence
+// is refused.
 // Must match PackSegment in cuda_backend.h.
 struct PackSegment {
   const float *in;
@@ -150,6 +151,6 @@ extern "C" __global__ void dsf_pack_state_rows(const PackSegment *segments, cons
       }
     }
     if (!exact)
-      atomicMin(bad, int(r));
+      atomicMin(bad, int(blockIdx.y));
   }
 }
