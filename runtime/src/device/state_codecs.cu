@@ -1,15 +1,17 @@
-//===- state_codecs.cu - decoding restored state on the device -------------===//
+//===- state_codecs.cu - the runtime's codec kernels on the device ----------===//
 //
-// The runtime's own kernel (not the model's: those the compiler emits): a
+// The runtime's own kernels (not the model's: those the compiler emits).
+// Decoding (dsf_decode_state_rows; also a batch's packed pages, with a row
+// stride, when a sequence leaves it): a
 // sequence restored from the host pool or the prefix store arrives as its
 // tiers' bytes (FP8 windows, NVFP4 KV, MXFP4 index keys, f32 carries), which
 // go to the device in one bulk copy; this kernel then decodes every tensor
 // of the sequence in one launch, a segment (one tensor's rows from one
 // record) per blockIdx.y. The values are bit-identical to the host's
 // dequantizeRows (codecs.cpp): the host's own decode tables are uploaded,
-// and each value is one fp32 product, as there. nvcc builds it (a fatbin:
-// sm_90a code and compute_90 PTX) into the runtime; without nvcc the runtime
-// decodes on the host.
+// and each value is one fp32 product, as there. Packing (dsf_pack_state_rows,
+// below). nvcc builds them (a fatbin: sm_90a code and compute_90 PTX) into
+// the runtime; without nvcc the runtime decodes and packs on the host.
 //
 //===----------------------------------------------------------------------===//
 
