@@ -5,6 +5,7 @@ model), the change's and the anchor's, run by the same dsf-run in the same
 run on the GPU machine:
   python3 bench/gpu_build_ab.py DSF_RUN OUT.md NEW.dsfa ANCHOR.dsfa [CONTEXT]
           [--parts=numbers,time,profile] [--labels=NEW,ANCHOR] [--title=TEXT]
+          [--cublas=f32|bf16]
   * the same random weights in the released formats (FP8 32x32 blocks, MXFP4
     experts; made here when /tmp/dsf-v41-shaped/weights.safetensors is
     missing): every value is exact in bf16, so artifacts binding the weights
@@ -102,19 +103,25 @@ def product_weights(manifest):
     return out
 
 
-def sgemm_anchor(rows):
-    """cuBLAS's f32 GEMM (through PyTorch, TF32 off: dsf's SIMT arithmetic)
-    on two of the model's prefill products, timed with CUDA events in this
-    run: the anchor the tiled kernel's TFLOP/s compare with."""
+def sgemm_anchor(rows, math="f32"):
+    """cuBLAS's GEMM through PyTorch on the model's prefill products, timed
+    with CUDA events in this run: the anchor the tiled kernel's TFLOP/s
+    compare with. math f32: f32 operands, TF32 off (dsf's SIMT arithmetic);
+    bf16: bf16 operands and output, f32 accumulation (dsf's --tile-math=bf16
+    rounds its f32 activations to bf16 as it reads them and writes f32)."""
     try:
         import torch
     except ImportError:
-        return ["- cuBLAS f32 anchor: PyTorch is not installed here"]
+        return [f"- cuBLAS {math} anchor: PyTorch is not installed here"]
     torch.backends.cuda.matmul.allow_tf32 = False
+    dtype = torch.bfloat16 if math == "bf16" else torch.float32
     out = []
-    for name, n, k in (("wq_b", 32768, 1280), ("wo_b", 5120, 8192)):
-        a = torch.randn(rows, k, device="cuda")
-        w = torch.randn(n, k, device="cuda")
+    # wq_b, wo_b, and a routed expert's w1 over its share of the rows (top-6
+    # of 8 experts).
+    for name, m, n, k in (("wq_b", rows, 32768, 1280), ("wo_b", rows, 5120, 8192),
+                          ("experts.E.w1", rows * 6 // 8, 2304, 5120)):
+        a = torch.randn(m, k, device="cuda", dtype=dtype)
+        w = torch.randn(n, k, device="cuda", dtype=dtype)
         for _ in range(3):
             a @ w.T
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -124,8 +131,8 @@ def sgemm_anchor(rows):
         stop.record()
         torch.cuda.synchronize()
         ms = start.elapsed_time(stop) / 10
-        out.append(f"- cuBLAS f32 (PyTorch {torch.__version__}, TF32 off), {name}'s shape [{rows} x {k}] x "
-                   f"[{k} x {n}]: {ms:.2f} ms, {2 * rows * n * k / ms / 1e9:.1f} TFLOP/s")
+        out.append(f"- cuBLAS {math} (PyTorch {torch.__version__}" + (", TF32 off" if math == "f32" else "") +
+                   f"), {name}'s shape [{m} x {k}] x [{k} x {n}]: {ms:.3f} ms, {2 * m * n * k / ms / 1e9:.1f} TFLOP/s")
     return out
 
 
@@ -188,7 +195,8 @@ def main(argv, title=None, script="bench/gpu_build_ab.py", labels=("new", "ancho
     say(f"- machine: {gpu} (device tool, nvidia-h200)")
     say(f"- command: `python3 {script} DSF_RUN OUT.md {os.path.basename(new_art)} "
         f"{os.path.basename(anchor_art)} {context} --parts={','.join(parts)}"
-        + (f" --labels={new_label},{anchor_label}" if "labels" in options else "") + "`")
+        + (f" --labels={new_label},{anchor_label}" if "labels" in options else "")
+        + (f" --cublas={options['cublas']}" if "cublas" in options else "") + "`")
     say(f"- anchor: {os.path.basename(anchor_art)} ({anchor_note or anchor_label}), run by the same dsf-run in the same run")
     say(f"- weights: random, in the released formats, {os.path.getsize(WEIGHTS) / 1e9:.1f} GB "
         f"(written here in {weights_s:.0f} s; every value exact in bf16)")
@@ -289,7 +297,7 @@ def main(argv, title=None, script="bench/gpu_build_ab.py", labels=("new", "ancho
             "6 of 8), over the kernel time. Ceilings: f32 on the SIMT cores 132 SMs x 128 lanes x 2 x 1.98 GHz = "
             "66.9 TFLOP/s; bf16 on the tensor cores 790 (BENCHMARKS.md).")
         say()
-        for line in sgemm_anchor(context):
+        for line in sgemm_anchor(context, options.get("cublas", "f32")):
             say(line)
     open(out_md, "w").write("\n".join(lines) + "\n")
 

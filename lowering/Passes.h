@@ -10,6 +10,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -45,6 +46,7 @@ struct CudaPipelineOptions {
   std::string tileMath = "f32";              // the tiled kernels' arithmetic (--tile-math): f32, tf32, 3xtf32, bf16
   int64_t tileMinBlocks = 66;                // dsf-gpu-tiled-matmul min-blocks (--tile-min-blocks)
   int64_t tileMinRowsPerExpert = 32;         // dsf-gpu-grouped-experts min-rows-per-expert
+  bool tileCpAsync = true;                   // bf16 tiles staged by cp.async (--no-cp-async: through registers)
 };
 /// After dsf-to-linalg: bufferization, one kernel per linalg op (tiled
 /// parallel loops on blocks x threads), NVVM, cubins for `chip` through

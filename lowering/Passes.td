@@ -208,7 +208,15 @@ def GpuTiledMatmul : Pass<"dsf-gpu-tiled-matmul", "::mlir::ModuleOp"> {
     cores (mma.sync m16n8k8, tf32 operands, f32 accumulation; 3xtf32 adds
     the hi*lo terms of split operands for about f32's accuracy); the same
     option in dsf-gpu-grouped-experts and dsf-gpu-batched-contraction. Any
-    other value is an error.
+    other value is an error. With `math=bf16` (mma.sync m16n8k16) and
+    `cp-async` (the default), a product whose A and W are identity-layout
+    f32 or bf16 buffers with a depth that is a multiple of 8 is staged by
+    `nvgpu.device_async_copy` (cp.async, 16 bytes, zero-filled past the
+    edges) into a ring of three 32-deep stages in dynamic shared memory,
+    `nvvm.cp.async.wait.group` and one barrier a stage; its fragments are
+    read as stored and an f32 pair rounded to bf16 as it is read: the same
+    mma sequence as the register-staged kernel (`cp-async=false`), so the
+    same sums bit for bit.
   }];
   let options = [Option<"minRows", "min-rows", "int64_t", "16", "Rows from which the tiled kernel runs">,
                  Option<"minBlocks", "min-blocks", "int64_t", "66",
@@ -216,9 +224,11 @@ def GpuTiledMatmul : Pass<"dsf-gpu-tiled-matmul", "::mlir::ModuleOp"> {
                  Option<"batchInvariant", "batch-invariant", "bool", "false",
                         "Sum in one order whatever the number of rows">,
                  Option<"math", "math", "std::string", "\"f32\"",
-                        "The tiled kernel's arithmetic: f32 (SIMT), tf32, 3xtf32 or bf16 (tensor cores, mma.sync)">];
+                        "The tiled kernel's arithmetic: f32 (SIMT), tf32, 3xtf32 or bf16 (tensor cores, mma.sync)">,
+                 Option<"cpAsync", "cp-async", "bool", "true",
+                        "With bf16 math, copy operands whose rows are contiguous by cp.async into a ring of stages">];
   let dependentDialects = ["::mlir::NVVM::NVVMDialect", "::mlir::LLVM::LLVMDialect", "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
-                           "::mlir::memref::MemRefDialect", "::mlir::vector::VectorDialect"];
+                           "::mlir::memref::MemRefDialect", "::mlir::vector::VectorDialect", "::mlir::nvgpu::NVGPUDialect"];
 }
 
 def GpuGroupedExperts : Pass<"dsf-gpu-grouped-experts", "::mlir::ModuleOp"> {
@@ -237,7 +247,10 @@ def GpuGroupedExperts : Pass<"dsf-gpu-grouped-experts", "::mlir::ModuleOp"> {
     mostly padding for a batched decode's few), a warp per output reads its
     row's expert.
     With `batch-invariant`, every row count takes the tiled path, so a
-    row's sums never depend on the other rows.
+    row's sums never depend on the other rows. With `math=bf16` and
+    `cp-async`, the tiled kernel copies the gathered rows and the expert's
+    weight rows by cp.async (see dsf-gpu-tiled-matmul), each thread's rows
+    found through the permutation once, before the stages.
 
     A marked generic that is not of these forms is an error naming it.
   }];
@@ -247,10 +260,12 @@ def GpuGroupedExperts : Pass<"dsf-gpu-grouped-experts", "::mlir::ModuleOp"> {
                  Option<"batchInvariant", "batch-invariant", "bool", "false",
                         "Sum in one order whatever the number of rows">,
                  Option<"math", "math", "std::string", "\"f32\"",
-                        "The tiled kernel's arithmetic: f32 (SIMT), tf32, 3xtf32 or bf16 (tensor cores, mma.sync)">];
+                        "The tiled kernel's arithmetic: f32 (SIMT), tf32, 3xtf32 or bf16 (tensor cores, mma.sync)">,
+                 Option<"cpAsync", "cp-async", "bool", "true",
+                        "With bf16 math, copy operands whose rows are contiguous by cp.async into a ring of stages">];
   let dependentDialects = ["::mlir::NVVM::NVVMDialect", "::mlir::LLVM::LLVMDialect", "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::linalg::LinalgDialect",
-                           "::mlir::vector::VectorDialect"];
+                           "::mlir::vector::VectorDialect", "::mlir::nvgpu::NVGPUDialect"];
 }
 
 def GpuBlockReduce : Pass<"dsf-gpu-block-reduce", "::mlir::ModuleOp"> {

@@ -53,6 +53,10 @@ prepare)
   build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cuda $BF16 -o $G/cuda-bf16.dsfa
   build/bin/dsf-compile models/deepseek-v4-tiny --no-kv-quant --target=cuda $BF16 -o $G/v4cuda-bf16.dsfa
   build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cuda $BF16 -o $G/v4small-cuda-bf16.dsfa
+  # The same tiles staged through registers (--no-cp-async): the same mma
+  # sequence, so the same logits bit for bit.
+  build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cuda $BF16 --no-cp-async -o $G/cuda-bf16regs.dsfa
+  build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cuda $BF16 --no-cp-async -o $G/v4small-cuda-bf16regs.dsfa
   fi
   if [[ "${2:-}" != quick ]]; then
   # The tiny V4.1 declared bf16 (its weights bound as bf16 and widened in the
@@ -216,6 +220,16 @@ PY
     $C $OUT/small-bf16mma.logits --against $OUT/small-cpu.logits --max-rel 0.5 --min-argmax 60 || true
     compute-sanitizer --tool memcheck --print-limit 5 $R $G/v4small-cuda-bf16.dsfa --weights $OUT/small.safetensors \
       --prompt-ids @/tmp/small-ids --max-new-tokens 2 | tail -1
+    compute-sanitizer --tool racecheck --print-limit 5 $R $G/v4small-cuda-bf16.dsfa --weights $OUT/small.safetensors \
+      --prompt-ids @/tmp/small-ids | tail -1
+  fi
+  # The cp.async ring (the default) against the register-staged tiles: bit
+  # for bit, prefill and decode.
+  if have cuda-bf16regs.dsfa v4small-cuda-bf16regs.dsfa cuda-bf16.dsfa v4small-cuda-bf16.dsfa; then
+    $R $G/cuda-bf16regs.dsfa --weights $G/weights.safetensors --prompt-ids @/tmp/ids1 --dump-logits $OUT/bf16regs-1.logits
+    $C $OUT/bf16mma-1.logits --against $OUT/bf16regs-1.logits --exact || true
+    $R $G/v4small-cuda-bf16regs.dsfa --weights $OUT/small.safetensors --prompt-ids @/tmp/small-ids --dump-logits $OUT/small-bf16regs.logits
+    $C $OUT/small-bf16mma.logits --against $OUT/small-bf16regs.logits --exact || true
   fi
   # The device tier (issue 6): a CUDA sequence's state stays on the device
   # between calls, the tiers take host copies of it, and restored state is

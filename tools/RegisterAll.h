@@ -51,6 +51,7 @@
 #include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/MemRef/Transforms/AllocationOpInterfaceImpl.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -73,8 +74,9 @@ inline void registerAllDialects(mlir::DialectRegistry &registry) {
                   mlir::affine::AffineDialect>();
   // What the CUDA lowering goes through, and how its modules become LLVM IR.
   // vector: the warp kernels' paired weight loads (vector<2xbf16>).
+  // nvgpu: the tiled kernels' cp.async copies.
   registry.insert<mlir::gpu::GPUDialect, mlir::NVVM::NVVMDialect, mlir::index::IndexDialect,
-                  mlir::vector::VectorDialect>();
+                  mlir::vector::VectorDialect, mlir::nvgpu::NVGPUDialect>();
   mlir::NVVM::registerNVVMTargetInterfaceExternalModels(registry);
   mlir::registerBuiltinDialectTranslation(registry);
   mlir::registerLLVMDialectTranslation(registry);

@@ -52,11 +52,13 @@ LogicalResult mlir::dsf::buildCudaPipelineFromLinalg(OpPassManager &pm, const Cu
   // claim (dsf-align-workgroup-buffers: the tiled kernel's 16-byte shared
   // loads), dsf-place-buffers moves the host's own scratch to the stack and
   // proves the host code dereferences no device buffer: the runtime then
-  // queues the kernels without synchronizing between them.
+  // queues the kernels without synchronizing between them. The tiled
+  // kernels' cp.async copies (nvgpu) become NVVM inside each gpu.module.
+  std::string cpAsync = options.tileCpAsync ? "true" : "false";
   std::string text = "canonicalize,convert-bufferization-to-memref,dsf-copies-to-linalg,dsf-gpu-fuse-mhc,dsf-gpu-select-topk,dsf-gpu-route-experts,dsf-gpu-sink-attention{batch-invariant=" + invariant + "},symbol-dce,dsf-gpu-fuse-sinkhorn,"
-                     "dsf-gpu-grouped-experts{batch-invariant=" + invariant + " math=" + options.tileMath +
+                     "dsf-gpu-grouped-experts{batch-invariant=" + invariant + " math=" + options.tileMath + " cp-async=" + cpAsync +
                      " min-rows-per-expert=" + std::to_string(options.tileMinRowsPerExpert) +
-                     "},dsf-gpu-tiled-matmul{batch-invariant=" + invariant + " math=" + options.tileMath +
+                     "},dsf-gpu-tiled-matmul{batch-invariant=" + invariant + " math=" + options.tileMath + " cp-async=" + cpAsync +
                      " min-blocks=" + std::to_string(options.tileMinBlocks) + "},dsf-gpu-batched-contraction{math=" + options.tileMath + "},dsf-gpu-block-reduce{min-sum-points=" +
                      std::string(options.batchInvariant ? "1024" : "256") + "},"
                      "convert-linalg-to-parallel-loops,"
@@ -65,7 +67,7 @@ LogicalResult mlir::dsf::buildCudaPipelineFromLinalg(OpPassManager &pm, const Cu
                      "gpu-kernel-outlining,dsf-name-kernels,dsf-align-workgroup-buffers,dsf-place-buffers,dsf-merge-kernel-modules,convert-scf-to-cf,"
                      "expand-strided-metadata,nvvm-attach-target{chip=" + options.chip +
                      " features=+ptx80 O=3},lower-affine,"
-                     "gpu.module(convert-gpu-to-nvvm,canonicalize,cse,reconcile-unrealized-casts),"
+                     "gpu.module(convert-nvgpu-to-nvvm,convert-gpu-to-nvvm,canonicalize,cse,reconcile-unrealized-casts),"
                      "finalize-memref-to-llvm{use-generic-functions=true},convert-math-to-llvm,"
                      "convert-math-to-libm,convert-arith-to-llvm,convert-index-to-llvm,convert-cf-to-llvm,"
                      "gpu-to-llvm,convert-func-to-llvm,gpu-module-to-binary{format=" + binary +

@@ -214,6 +214,17 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
         storeRow(o, tok, s, col, sum);
       };
       gemm.math = tileMath;
+      if (cpAsync && asyncStageable(m.input) && asyncStageable(m.weight)) {
+        // Row r's input is x[token] (project) or h[token, slot] (down);
+        // column col of the block's expert is weight[expert, col].
+        gemm.stagedA = {m.input, [&](OpBuilder &o, Location l, Value r) {
+                          auto [tok, s] = tokenSlot(o, toIndex(o, memref::LoadOp::create(o, l, perm, ValueRange{r})));
+                          return m.down ? SmallVector<Value>{tok, s} : SmallVector<Value>{tok};
+                        }};
+        gemm.stagedW = {m.weight, [expert](OpBuilder &, Location, Value col) {
+                          return SmallVector<Value>{*expert, col};
+                        }};
+      }
       buildTiledGemm(t, loc, gemm);
       for (Value buffer : {counts, rank, starts, perm})
         memref::DeallocOp::create(t, loc, buffer);

@@ -85,7 +85,7 @@ bool isGroupedRowsTimesTransposed(linalg::GenericOp g) {
 /// C[t, g, o] += A[t, g, d] * W[g, o, d]; with batch-invariant, the generic
 /// stays below min-rows (it adds in the tiled kernel's order).
 void rewriteProduct(linalg::GenericOp g, bool grouped, int64_t minRows, int64_t minBlocks, bool batchInvariant,
-                    TileMath math) {
+                    TileMath math, bool cpAsync) {
   OpBuilder b(g);
   Location loc = g.getLoc();
   Value A = g.getDpsInputs()[0], W = g.getDpsInputs()[1], C = g.getDpsInits()[0];
@@ -124,6 +124,15 @@ void rewriteProduct(linalg::GenericOp g, bool grouped, int64_t minRows, int64_t 
     memref::StoreOp::create(o, l, sum, C, at(r, col));
   };
   p.math = math;
+  if (cpAsync && asyncStageable(A) && asyncStageable(W)) {
+    // Rows of A at (t[, group]), of W at ([group,] col): contiguous along d.
+    p.stagedA = {A, [grouped, group](OpBuilder &, Location, Value r) {
+                   return grouped ? SmallVector<Value>{r, *group} : SmallVector<Value>{r};
+                 }};
+    p.stagedW = {W, [grouped, group](OpBuilder &, Location, Value col) {
+                   return grouped ? SmallVector<Value>{*group, col} : SmallVector<Value>{col};
+                 }};
+  }
   p.warpUnroll = warpGemvUnroll(llvm::cast<MemRefType>(W.getType()).getElementType());
   // Batch-invariant: the generic below the tiles is slow (a thread an
   // output), so only the row count chooses.
@@ -162,9 +171,9 @@ struct GpuTiledMatmulPass : impl::GpuTiledMatmulBase<GpuTiledMatmulPass> {
         grouped.push_back(g);
     });
     for (linalg::GenericOp g : grouped)
-      rewriteProduct(g, /*grouped=*/true, minRows, minBlocks, batchInvariant, *tileMath);
+      rewriteProduct(g, /*grouped=*/true, minRows, minBlocks, batchInvariant, *tileMath, cpAsync);
     for (linalg::GenericOp g : matmuls)
-      rewriteProduct(g, /*grouped=*/false, minRows, minBlocks, batchInvariant, *tileMath);
+      rewriteProduct(g, /*grouped=*/false, minRows, minBlocks, batchInvariant, *tileMath, cpAsync);
   }
 };
 } // namespace

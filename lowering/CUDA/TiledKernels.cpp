@@ -6,7 +6,12 @@
 // the CUDA pipeline (outlining, NVVM, ptxas) treats them like any other
 // kernel; and the helpers that rewrite a generic's body into a kernel.
 // The tiled kernel also runs on the tensor cores (mma.sync m16n8k8 tf32 or
-// m16n8k16 bf16, TileMath): the same staging, a warp per 16 x 32 of the tile.
+// m16n8k16 bf16, TileMath): the same staging, a warp per 16 x 32 of the tile;
+// with bf16, operands whose rows are contiguous skip the registers: cp.async
+// copies them into a ring of stages (TiledGemm::stagedA). Hand-written
+// rather than through nvgpu's matmul lowerings (vector-to-gpu, the
+// transform dialect's rewrite_matmul_as_mma_sync): the gathered rows of the
+// experts and the callbacks' loads and stores are not a vector.contract.
 //
 //===----------------------------------------------------------------------===//
 #include "lowering/CUDA/TiledKernels.h"
@@ -17,6 +22,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -242,7 +248,81 @@ Value packBf16x2(OpBuilder &o, Location l, Value lo, Value hi) {
   Value sixteen = arith::ConstantIntOp::create(o, l, i32, 16);
   return arith::OrIOp::create(o, l, bits(lo), arith::ShLIOp::create(o, l, bits(hi), sixteen)).getResult();
 }
+/// The cp.async ring (TiledGemm::rowA / rowW): kStages slices of
+/// kStageDepth depths; a staged row is padded by 8 elements, so that the
+/// fragments' reads of 8 rows fall in distinct banks (a row of 40 f32 is 8
+/// banks from the next: the 16 lanes of a half-warp's 8-byte reads cover
+/// the 32 banks once; of 40 bf16, 20 banks: the 32 lanes' 4-byte reads, too).
+constexpr int64_t kStageDepth = 32, kStages = 3, kStageRow = kStageDepth + 8, kCopyBytes = 16;
+
+int64_t elementBytes(Type t) { return t.getIntOrFloatBitWidth() / 8; }
+
+MemRefType ringType(MLIRContext *ctx, int64_t rows, Type element) {
+  return MemRefType::get({kStages, rows, kStageRow}, element, MemRefLayoutAttrInterface{},
+                         gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+}
+
+int64_t ringBytes(int64_t rows, Type element) { return kStages * rows * kStageRow * elementBytes(element); }
+
+/// Depths d and d + 1 of a staged row as one mma operand register: two
+/// bf16, d in the low half (an f32 row rounded to nearest even as it is
+/// read, as packBf16x2 rounds).
+Value stagedPair(OpBuilder &o, Location l, Value ring, Value stage, Value row, Value d) {
+  Type element = llvm::cast<MemRefType>(ring.getType()).getElementType();
+  Value v = vector::LoadOp::create(o, l, VectorType::get({2}, element), ring, ValueRange{stage, row, d},
+                                   /*nontemporal=*/false, llvm::MaybeAlign(2 * elementBytes(element)));
+  if (!element.isBF16())
+    v = arith::TruncFOp::create(o, l, VectorType::get({2}, o.getBF16Type()), v);
+  Value word = vector::BitCastOp::create(o, l, VectorType::get({1}, o.getI32Type()), v);
+  return vector::ExtractOp::create(o, l, word, ArrayRef<int64_t>{0}).getResult();
+}
+
+/// mmaStepBf16 over the cp.async ring: one k16 step at depth `k16` of stage
+/// `stage`, the fragments (PTX's for m16n8k16 .bf16, see mmaStepBf16) read
+/// from the rows as stored: A (g, 2t..), (g + 8, 2t..), (g, 2t + 8..),
+/// (g + 8, 2t + 8..); B (n g, k 2t..), (n g, k 2t + 8..).
+SmallVector<Value> mmaStepStaged(OpBuilder &o, Location l, Value ringA, Value ringW, Value stage, int64_t k16,
+                                 const MmaTile &w, ValueRange acc) {
+  MLIRContext *ctx = o.getContext();
+  auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(o, l, v).getResult(); };
+  auto add = [&](Value a, Value b) { return arith::AddIOp::create(o, l, a, b).getResult(); };
+  Type result = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(4, o.getF32Type()));
+  Value d0 = add(arith::MulIOp::create(o, l, w.t, c(2)), c(k16)), d8 = add(d0, c(8));
+  SmallVector<Value> b;
+  for (int64_t j = 0; j < w.nTiles; ++j) {
+    Value n = add(add(w.colBase, c(8 * j)), w.g);
+    b.push_back(stagedPair(o, l, ringW, stage, n, d0));
+    b.push_back(stagedPair(o, l, ringW, stage, n, d8));
+  }
+  SmallVector<Value> next(acc.begin(), acc.end());
+  for (int64_t i = 0; i < w.mTiles; ++i) {
+    Value r = add(add(w.rowBase, c(16 * i)), w.g), r8 = add(r, c(8));
+    SmallVector<Value> a{stagedPair(o, l, ringA, stage, r, d0), stagedPair(o, l, ringA, stage, r8, d0),
+                         stagedPair(o, l, ringA, stage, r, d8), stagedPair(o, l, ringA, stage, r8, d8)};
+    for (int64_t j = 0; j < w.nTiles; ++j) {
+      size_t at = size_t(4 * (i * w.nTiles + j));
+      SmallVector<Value> cAcc(next.begin() + long(at), next.begin() + long(at) + 4);
+      Value d = NVVM::MmaOp::create(o, l, result, a, ValueRange{b[size_t(2 * j)], b[size_t(2 * j + 1)]}, cAcc,
+                                    ArrayRef<int64_t>{16, 8, 16}, std::nullopt, std::nullopt,
+                                    std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16, NVVM::MMATypes::bf16},
+                                    std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row, NVVM::MMALayout::col})
+                    .getResult();
+      for (int64_t e = 0; e < 4; ++e)
+        next[at + size_t(e)] = LLVM::ExtractValueOp::create(o, l, d, ArrayRef<int64_t>{e}).getResult();
+    }
+  }
+  return next;
+}
 } // namespace
+
+bool asyncStageable(Value buffer) {
+  auto type = llvm::dyn_cast<MemRefType>(buffer.getType());
+  if (!type || !type.getLayout().isIdentity() || type.getRank() == 0 ||
+      !(type.getElementType().isF32() || type.getElementType().isBF16()))
+    return false;
+  int64_t depth = type.getShape().back();
+  return !ShapedType::isDynamic(depth) && depth % 8 == 0;
+}
 
 GemmTile gemmTile(TileMath math, Value N) {
   if (math == TileMath::Tf32 || math == TileMath::Tf32x3)
@@ -262,6 +342,9 @@ void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
   const bool tensorCores = g.math != TileMath::F32;
   // bf16 operands are staged as pairs of depths in one i32 (mmaStepBf16).
   const bool pairs = g.math == TileMath::Bf16;
+  // bf16 operands whose rows are stored contiguously: copied by cp.async
+  // into a ring of stages (TiledGemm::stagedA).
+  const bool pipelined = pairs && g.stagedA.buffer && g.stagedW.buffer;
   const int64_t tileRows = g.tile.rows, tileCols = g.tile.cols;
   assert((!tensorCores || (tileRows == 64 && tileCols == 64) || (pairs && tileRows == 128 && tileCols == 128)) &&
          "the mma warps cover a 64 x 64 tile, or with bf16 a 128 x 128 one");
@@ -275,8 +358,17 @@ void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
     return MemRefType::get({pairs ? kDepth / 2 : kDepth, row}, pairs ? Type(b.getI32Type()) : Type(b.getF32Type()),
                            MemRefLayoutAttrInterface{}, gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
   };
-  auto launch = gpu::LaunchOp::create(b, loc, g.gridX, g.gridY, g.gridZ ? g.gridZ : one, idx(kThreads), one, one,
-                                      nullptr, nullptr, ValueRange{}, TypeRange{sharedType(padA), sharedType(padW)});
+  Type elementA, elementW;
+  Value dynamicShared;
+  if (pipelined) {
+    elementA = llvm::cast<MemRefType>(g.stagedA.buffer.getType()).getElementType();
+    elementW = llvm::cast<MemRefType>(g.stagedW.buffer.getType()).getElementType();
+    dynamicShared = arith::ConstantIntOp::create(b, loc, b.getI32Type(),
+                                                 ringBytes(tileRows, elementA) + ringBytes(tileCols, elementW));
+  }
+  auto launch = gpu::LaunchOp::create(
+      b, loc, g.gridX, g.gridY, g.gridZ ? g.gridZ : one, idx(kThreads), one, one, dynamicShared, nullptr,
+      ValueRange{}, pipelined ? TypeRange{} : TypeRange{sharedType(padA), sharedType(padW)});
   Block &entry = launch.getBody().front();
   OpBuilder k = OpBuilder::atBlockEnd(&entry);
   if (g.prologue)
@@ -294,7 +386,11 @@ void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
   valid = valid ? arith::AndIOp::create(k, loc, valid, hasRows).getResult() : hasRows;
   k = scf::IfOp::create(k, loc, TypeRange{}, valid, /*withElse=*/false).getThenBodyBuilder();
   auto c = [&](OpBuilder &o, int64_t v) { return arith::ConstantIndexOp::create(o, loc, v).getResult(); };
-  Value As = launch.getWorkgroupAttributions()[0], Ws = launch.getWorkgroupAttributions()[1];
+  Value As, Ws;
+  if (!pipelined) {
+    As = launch.getWorkgroupAttributions()[0];
+    Ws = launch.getWorkgroupAttributions()[1];
+  }
   Value tid = launch.getThreadIds().x;
   Value col0 = arith::MulIOp::create(k, loc, launch.getBlockIds().x, c(k, tileCols));
   Value ty = arith::DivUIOp::create(k, loc, tid, c(k, kSide));
@@ -420,10 +516,123 @@ void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
       into.push_back(vector::ExtractOp::create(o, loc, v, ArrayRef<int64_t>{i}));
   };
 
-  SmallVector<Value> init(size_t(rowsPerThread * colsPerThread), zero);
+  // Each output's sum stored through g.store, and the kernel's end.
+  auto finish = [&](ArrayRef<Value> sums) {
+    for (int64_t i = 0; i < rowsPerThread; ++i)
+      for (int64_t j = 0; j < colsPerThread; ++j) {
+        Value r, col;
+        if (tensorCores) {
+          // Value j of the lane's tile i (see mmaStep): rows g, g + 8 of its
+          // m16 tile; columns 2t, 2t + 1 of its n8 tile.
+          int64_t tile = i % warpTile.nTiles, element = j;
+          r = arith::AddIOp::create(k, loc, arith::AddIOp::create(k, loc, warpTile.rowBase, warpTile.g),
+                                    c(k, 16 * (i / warpTile.nTiles) + (element >= 2 ? 8 : 0)));
+          col = arith::AddIOp::create(k, loc, warpTile.colBase,
+                                      arith::AddIOp::create(k, loc, arith::MulIOp::create(k, loc, warpTile.t, c(k, 2)),
+                                                            c(k, 8 * tile + element % 2)));
+        } else {
+          r = threadRow(k, i);
+          col = threadCol(k, j);
+        }
+        r = arith::AddIOp::create(k, loc, row0, r);
+        col = arith::AddIOp::create(k, loc, col0, col);
+        Value in = arith::AndIOp::create(k, loc, lessThan(k, r, rowEnd), lessThan(k, col, N));
+        auto store = scf::IfOp::create(k, loc, TypeRange{}, in, /*withElse=*/false);
+        OpBuilder t = store.getThenBodyBuilder();
+        g.store(t, loc, r, col, sums[size_t(i * colsPerThread + j)]);
+      }
+    OpBuilder end = OpBuilder::atBlockEnd(&entry);
+    gpu::TerminatorOp::create(end, loc);
+  };
+  // The cp.async pipeline (TiledGemm::stagedA): stage s holds depths
+  // [32 s, +32) of the tile's rows of A and of W in ring slot s mod 3. A
+  // thread copies the same 16-byte chunks of every stage: chunk
+  // tid + 256 i of a stage's row-major chunks, consecutive threads along a
+  // row (coalesced); a chunk past the rows, the columns or K is zero-filled
+  // (cp.async's source size 0, read from a clamped, valid address), as the
+  // products past the edges must be. Stage s's copies are commit group s;
+  // before stage s is multiplied each thread waits until at most one
+  // group, s + 1, is pending, and a barrier makes every thread's copies
+  // visible and every thread done with stage s - 1's slot, which the copies
+  // of stage s + 2 then overwrite.
+  auto asyncStagedSums = [&](OpBuilder &o, SmallVector<Value> sums) {
+    Value shared = gpu::DynamicSharedMemoryOp::create(
+        o, loc, MemRefType::get({ShapedType::kDynamic}, o.getI8Type(), MemRefLayoutAttrInterface{},
+                                gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup)));
+    Value ringA = memref::ViewOp::create(o, loc, ringType(ctx, tileRows, elementA), shared, c(o, 0), ValueRange{});
+    Value ringW = memref::ViewOp::create(o, loc, ringType(ctx, tileCols, elementW), shared,
+                                         c(o, ringBytes(tileRows, elementA)), ValueRange{});
+    // A thread's chunks: their place in the slot, where their rows are,
+    // whether the rows are in range.
+    struct Chunk {
+      Value ring, row, depth;        // in the slot
+      Value buffer;
+      SmallVector<Value> prefix;
+      Value inRange;
+      int64_t elements;
+    };
+    SmallVector<Chunk> chunks;
+    auto addChunks = [&](const StagedRows &staged, Value ring, Type element, int64_t rows, Value first, Value last) {
+      const int64_t elements = kCopyBytes / elementBytes(element), perRow = kStageDepth / elements;
+      for (int64_t i = 0; i < rows * perRow / kThreads; ++i) {
+        Value e = arith::AddIOp::create(o, loc, tid, c(o, i * kThreads));
+        Chunk chunk;
+        chunk.ring = ring;
+        chunk.row = arith::DivUIOp::create(o, loc, e, c(o, perRow));
+        chunk.depth = arith::MulIOp::create(o, loc, arith::RemUIOp::create(o, loc, e, c(o, perRow)), c(o, elements));
+        Value at = arith::AddIOp::create(o, loc, first, chunk.row);
+        chunk.inRange = arith::CmpIOp::create(o, loc, arith::CmpIPredicate::ule, at, last);
+        chunk.buffer = staged.buffer;
+        chunk.prefix = staged.prefix(o, loc, arith::MinUIOp::create(o, loc, at, last));
+        chunk.elements = elements;
+        chunks.push_back(std::move(chunk));
+      }
+    };
+    addChunks(g.stagedA, ringA, elementA, tileRows, row0, lastRow);
+    addChunks(g.stagedW, ringW, elementW, tileCols, col0, lastCol);
+    Value stages = ceilDiv(o, loc, K, kStageDepth);
+    // Stage `s`'s copies into slot `slot`, when s < stages (a uniform
+    // branch), and their commit group (empty past the last stage, so that
+    // group s is always stage s).
+    auto copyStage = [&](OpBuilder &p, Value s, Value slot) {
+      auto issue = scf::IfOp::create(p, loc, TypeRange{}, lessThan(p, s, stages), /*withElse=*/false);
+      OpBuilder q = issue.getThenBodyBuilder();
+      Value k0 = arith::MulIOp::create(q, loc, s, c(q, kStageDepth));
+      for (const Chunk &chunk : chunks) {
+        Value d = arith::AddIOp::create(q, loc, k0, chunk.depth);
+        Value in = arith::AndIOp::create(q, loc, chunk.inRange, lessThan(q, d, K));
+        Value sourceElements = arith::SelectOp::create(q, loc, in, c(q, chunk.elements), c(q, 0));
+        SmallVector<Value> from = chunk.prefix;
+        from.push_back(arith::SelectOp::create(q, loc, in, d, c(q, 0)));
+        nvgpu::DeviceAsyncCopyOp::create(q, loc, chunk.ring, ValueRange{slot, chunk.row, chunk.depth}, chunk.buffer, from,
+                                         q.getIndexAttr(chunk.elements), sourceElements, q.getUnitAttr());
+      }
+      NVVM::CpAsyncCommitGroupOp::create(p, loc);
+    };
+    for (int64_t s = 0; s + 1 < kStages; ++s)
+      copyStage(o, c(o, s), c(o, s));
+    auto loop = scf::ForOp::create(
+        o, loc, c(o, 0), stages, c(o, 1), sums, [&](OpBuilder &p, Location l, Value s, ValueRange carried) {
+          NVVM::CpAsyncWaitGroupOp::create(p, l, kStages - 2);
+          gpu::BarrierOp::create(p, l);
+          Value ahead = arith::AddIOp::create(p, l, s, c(p, kStages - 1));
+          copyStage(p, ahead, arith::RemUIOp::create(p, l, ahead, c(p, kStages)));
+          Value slot = arith::RemUIOp::create(p, l, s, c(p, kStages));
+          SmallVector<Value> next(carried.begin(), carried.end());
+          for (int64_t k16 = 0; k16 < kStageDepth; k16 += 16)
+            next = mmaStepStaged(p, l, ringA, ringW, slot, k16, warpTile, next);
+          scf::YieldOp::create(p, l, next);
+        });
+    // No copy is left pending into shared memory when the block ends.
+    NVVM::CpAsyncWaitGroupOp::create(o, loc, 0);
+    return SmallVector<Value>(loop.getResults());
+  };
+  const size_t accumulators = size_t(rowsPerThread * colsPerThread);
+  SmallVector<Value> init(accumulators, zero);
+  if (pipelined)
+    return finish(asyncStagedSums(k, init));
   SmallVector<Value> first = loadSlice(k, c(k, 0));
   init.append(first.begin(), first.end());
-  const size_t accumulators = size_t(rowsPerThread * colsPerThread);
   // Each slice: its staged values (loaded the iteration before) to shared
   // memory, the next slice's loads issued, then the products of the 16
   // depths while those loads are in flight. Each output adds its products
@@ -462,31 +671,7 @@ void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
         sums.append(next.begin(), next.end());
         scf::YieldOp::create(o, l, sums);
       });
-  for (int64_t i = 0; i < rowsPerThread; ++i)
-    for (int64_t j = 0; j < colsPerThread; ++j) {
-      Value r, col;
-      if (tensorCores) {
-        // Value j of the lane's tile i (see mmaStep): rows g, g + 8 of its
-        // m16 tile; columns 2t, 2t + 1 of its n8 tile.
-        int64_t tile = i % warpTile.nTiles, element = j;
-        r = arith::AddIOp::create(k, loc, arith::AddIOp::create(k, loc, warpTile.rowBase, warpTile.g),
-                                  c(k, 16 * (i / warpTile.nTiles) + (element >= 2 ? 8 : 0)));
-        col = arith::AddIOp::create(k, loc, warpTile.colBase,
-                                    arith::AddIOp::create(k, loc, arith::MulIOp::create(k, loc, warpTile.t, c(k, 2)),
-                                                          c(k, 8 * tile + element % 2)));
-      } else {
-        r = threadRow(k, i);
-        col = threadCol(k, j);
-      }
-      r = arith::AddIOp::create(k, loc, row0, r);
-      col = arith::AddIOp::create(k, loc, col0, col);
-      Value in = arith::AndIOp::create(k, loc, lessThan(k, r, rowEnd), lessThan(k, col, N));
-      auto store = scf::IfOp::create(k, loc, TypeRange{}, in, /*withElse=*/false);
-      OpBuilder t = store.getThenBodyBuilder();
-      g.store(t, loc, r, col, slices.getResult(unsigned(i * colsPerThread + j)));
-    }
-  OpBuilder end = OpBuilder::atBlockEnd(&entry);
-  gpu::TerminatorOp::create(end, loc);
+  finish(SmallVector<Value>(slices.getResults().take_front(accumulators)));
 }
 
 Value warpAllReduce(OpBuilder &b, Location loc, Value v, function_ref<Value(OpBuilder &, Value, Value)> combine) {
@@ -726,6 +911,8 @@ scf::IfOp buildProductKernels(OpBuilder &b, Location loc, const Product &p, int6
   g.loadW = p.loadW;
   g.store = p.store;
   g.math = p.math;
+  g.stagedA = p.stagedA;
+  g.stagedW = p.stagedW;
   buildTiledGemm(t, loc, g);
   if (!warpBelow)
     return choice;

@@ -90,6 +90,24 @@ struct GemmTile {
 /// 12 fragment words of shared memory); with tf32 ones 64 x 64.
 GemmTile gemmTile(TileMath math, Value N);
 
+/// An operand whose rows the tiled kernel may copy by cp.async (see
+/// TiledGemm::stagedA): its buffer (a host value, asyncStageable) and, at
+/// the kernel's start, for a row (of A) or a column (of W) known to be in
+/// range, the indices before the depth: depth d of the row is at
+/// buffer[prefix..., d].
+struct StagedRows {
+  Value buffer;
+  std::function<SmallVector<Value>(OpBuilder &, Location, Value row)> prefix;
+};
+/// Whether `buffer`'s rows can be copied into the tiled kernel 16 bytes at a
+/// time by cp.async: an identity-layout memref of f32 or bf16 whose last
+/// (depth) dimension is static and a multiple of 8, so that every 8th depth
+/// of every row is 16-byte aligned once the buffer's base is. Its base is
+/// then an allocation's (an identity layout has no offset; dsf's lowering
+/// makes no memref.view), and the runtime's device blocks are 256-byte
+/// aligned.
+bool asyncStageable(Value buffer);
+
 /// C[r, col] <- sum over d < K of A[r, d] * W[col, d], as tiles of C (blocks
 /// of 256 threads, 16-deep slices staged in shared memory, each slice's
 /// global loads issued while the one before is multiplied; on the SIMT cores
@@ -111,6 +129,14 @@ struct TiledGemm {
   std::function<Value(OpBuilder &, Location, Value col, Value d)> loadW;
   std::function<void(OpBuilder &, Location, Value r, Value col, Value sum)> store;
   TileMath math = TileMath::F32;
+  /// With bf16 math and both buffers set (asyncStageable, of K depths:
+  /// loadA and loadW must read the same elements), the slices are not staged through registers: each thread
+  /// issues cp.async copies of 16 bytes straight into a ring of three
+  /// 32-deep stages in dynamic shared memory, two stages in flight while one
+  /// is multiplied, one barrier a stage; the mma fragments are read from
+  /// the rows as stored (f32 rounded to bf16 as it is read). The same mma
+  /// sequence as the register-staged kernel: the same sums, bit for bit.
+  StagedRows stagedA, stagedW;
 };
 void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g);
 
@@ -168,6 +194,7 @@ struct Product {
   std::function<Value(OpBuilder &, Location, Value col, Value d)> loadW;   // as stored (see WarpGemv)
   std::function<void(OpBuilder &, Location, Value r, Value col, Value sum)> store;
   TileMath math = TileMath::F32;   // of the tiled kernel
+  StagedRows stagedA, stagedW;     // of the tiled kernel (see TiledGemm)
   int64_t warpUnroll = 4;          // of the warp kernel (warpGemvUnroll)
   /// Of the warp kernel (see WarpGemv): W when pairableWeight, and its
   /// indices at (col, d).

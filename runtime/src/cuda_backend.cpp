@@ -71,6 +71,7 @@ struct Driver {
   CUresult (*cuModuleLoadData)(CUmodule *, const void *) = nullptr;
   CUresult (*cuModuleUnload)(CUmodule) = nullptr;
   CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *) = nullptr;
+  CUresult (*cuFuncSetAttribute)(CUfunction, int, int) = nullptr;
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
                              void **, void **) = nullptr;
   CUresult (*cuStreamCreate)(CUstream *, unsigned) = nullptr;
@@ -117,6 +118,16 @@ std::string firstError;
 std::string lastKernel;
 std::string profileScope;   // the entry point running (setProfileScope)
 uint64_t launches = 0;
+/// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, and the dynamic shared
+/// memory a kernel may take without it.
+constexpr int kMaxDynamicSharedSizeBytes = 8;
+constexpr int32_t kStaticSharedBytes = 48 * 1024;
+/// The functions whose dynamic shared-memory limit is raised, and to what
+/// (mgpuLaunchKernel).
+std::map<CUfunction, int32_t> &raisedSharedLimit() {
+  static std::map<CUfunction, int32_t> functions;
+  return functions;
+}
 std::map<CUfunction, std::string> &kernelNames() {
   static std::map<CUfunction, std::string> names;
   return names;
@@ -208,6 +219,7 @@ bool ensureDriver(std::string &error) {
   bind(d.cuModuleLoadData, "cuModuleLoadData");
   bind(d.cuModuleUnload, "cuModuleUnload");
   bind(d.cuModuleGetFunction, "cuModuleGetFunction");
+  bind(d.cuFuncSetAttribute, "cuFuncSetAttribute");
   bind(d.cuLaunchKernel, "cuLaunchKernel");
   bind(d.cuStreamCreate, "cuStreamCreate");
   bind(d.cuStreamDestroy, "cuStreamDestroy_v2");
@@ -754,6 +766,18 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t g
            std::to_string(gridZ) + " exceeds CUDA's 2147483647x65535x65535 (a call of this many tokens: run the "
            "prompt in chunks, dsf-run --prefill-chunk)");
     return;
+  }
+  // A kernel may take more than 48 KB of dynamic shared memory (the tiled
+  // products' ring of cp.async stages) only once its function allows it;
+  // raised before its first launch that needs it (a captured one too).
+  if (smem > kStaticSharedBytes && raisedSharedLimit()[function] < smem) {
+    CUresult r = driver().cuFuncSetAttribute(function, kMaxDynamicSharedSizeBytes, smem);
+    if (r != 0) {
+      record("kernel " + lastKernel + ": allowing " + std::to_string(smem) +
+             " bytes of dynamic shared memory (cuFuncSetAttribute): " + errorName(r));
+      return;
+    }
+    raisedSharedLimit()[function] = smem;
   }
   if (!driver().profilePath.empty())
     driver().cuEventRecord(driver().eventStart, stream);

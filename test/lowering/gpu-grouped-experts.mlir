@@ -2,6 +2,8 @@
 // RUN: dsf-opt %s --dsf-gpu-grouped-experts="min-rows=16 batch-invariant=true" --split-input-file | FileCheck --check-prefix=INVARIANT %s
 // RUN: dsf-opt %s --dsf-gpu-grouped-experts="min-rows=16 math=tf32" --split-input-file | FileCheck --check-prefix=TF32 %s
 // RUN: dsf-opt %s --dsf-gpu-grouped-experts="min-rows=16 min-rows-per-expert=0" --split-input-file | FileCheck --check-prefix=ANY-SPREAD %s
+// RUN: dsf-opt %s --dsf-gpu-grouped-experts="min-rows=16 math=bf16" --split-input-file | FileCheck --check-prefix=ASYNC %s
+// RUN: dsf-opt %s --dsf-gpu-grouped-experts="min-rows=16 math=bf16 cp-async=false" --split-input-file | FileCheck --check-prefix=REGS %s
 
 // min-rows-per-expert=0: the rows alone choose (times 0 experts).
 // ANY-SPREAD-LABEL: func.func @project
@@ -83,6 +85,10 @@ func.func @project(%experts: memref<?x2xi32>, %x: memref<?x64xf32>, %w: memref<4
 // The down product y[t, :] += sum over s of W2[e[t, s]] h[t, s, :]: each
 // (token, slot) row's product goes to z[t, s, :], then the slots are added
 // in order into y.
+// The down product's rows are h[token, slot]: (token, slot) from the
+// permutation, then the depth.
+// ASYNC-LABEL: func.func @down
+// ASYNC: nvgpu.device_async_copy %arg1[%{{.*}}, %{{.*}}, %{{.*}}], %{{.*}}[%c0{{.*}}, %{{.*}}, %{{.*}}], 4, %{{.*}} {bypassL1} : memref<?x2x32xf32> to memref<3x64x40xf32, #gpu.address_space<workgroup>>
 // CHECK-LABEL: func.func @down
 // CHECK: %[[Z:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x2x?xf32>
 // CHECK: scf.if
@@ -124,6 +130,27 @@ func.func @down(%experts: memref<?x2xi32>, %h: memref<?x2x32xf32>, %w: memref<4x
 // A bf16 expert weight: the warp kernel reads each slot's expert row two
 // depths a 32-bit load when the weight's base is 4-byte aligned (one at a
 // time otherwise), and widens after the loads.
+// With bf16 math the tiled kernel copies by cp.async: each thread's A rows
+// found once through the permutation (a load of perm per chunk, before the
+// stages), x[token] 4 f32 a copy, the block's expert's rows 8 bf16 a copy.
+// ASYNC-LABEL: func.func @project_bf16
+// ASYNC: gpu.launch {{.*}} dynamic_shared_memory_size %c46080_i32 {
+// ASYNC: %[[RA:.*]] = memref.view {{.*}} to memref<3x64x40xf32, #gpu.address_space<workgroup>>
+// ASYNC: %[[RW:.*]] = memref.view {{.*}} to memref<3x64x40xbf16, #gpu.address_space<workgroup>>
+// ASYNC: memref.load %{{.*}}[%{{.*}}] : memref<?xi32>
+// ASYNC: nvgpu.device_async_copy %arg1[%{{.*}}, %{{.*}}], %[[RA]][%c0{{.*}}, %{{.*}}, %{{.*}}], 4, %{{.*}} {bypassL1} : memref<?x64xf32> to memref<3x64x40xf32, #gpu.address_space<workgroup>>
+// ASYNC: nvgpu.device_async_copy %arg2[%{{.*}}, %{{.*}}, %{{.*}}], %[[RW]][%c0{{.*}}, %{{.*}}, %{{.*}}], 8, %{{.*}} {bypassL1} : memref<4x32x64xbf16> to memref<3x64x40xbf16, #gpu.address_space<workgroup>>
+// ASYNC: scf.for
+// ASYNC: nvvm.cp.async.wait.group 1
+// ASYNC: nvvm.mma.sync
+// ASYNC: nvvm.cp.async.wait.group 0
+// REGS-LABEL: func.func @project_bf16
+// REGS-NOT: nvgpu.device_async_copy
+// REGS: gpu.launch {{.*}} workgroup(%{{.*}} : memref<8x72xi32, #gpu.address_space<workgroup>>
+// REGS-NOT: nvgpu.device_async_copy
+// REGS: nvvm.mma.sync
+// REGS-NOT: nvgpu.device_async_copy
+// REGS: return
 // CHECK-LABEL: func.func @project_bf16
 // CHECK: memref.extract_aligned_pointer_as_index %arg2 : memref<4x32x64xbf16> -> index
 // CHECK: scf.if %{{.*}} -> (f32) {

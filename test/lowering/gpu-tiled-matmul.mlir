@@ -3,7 +3,8 @@
 // RUN: dsf-opt %s --dsf-gpu-tiled-matmul="min-rows=16 batch-invariant=true" --split-input-file | FileCheck --check-prefix=INVARIANT %s
 // RUN: dsf-opt %s --dsf-gpu-tiled-matmul="min-rows=16 math=tf32" --split-input-file | FileCheck --check-prefix=TF32 %s
 // RUN: dsf-opt %s --dsf-gpu-tiled-matmul="min-rows=16 math=3xtf32" --split-input-file | FileCheck --check-prefix=TF32X3 %s
-// RUN: dsf-opt %s --dsf-gpu-tiled-matmul="min-rows=16 math=bf16" --split-input-file | FileCheck --check-prefix=BF16 %s
+// RUN: dsf-opt %s --dsf-gpu-tiled-matmul="min-rows=16 math=bf16 cp-async=false" --split-input-file | FileCheck --check-prefix=BF16 %s
+// RUN: dsf-opt %s --dsf-gpu-tiled-matmul="min-rows=16 math=bf16" --split-input-file | FileCheck --check-prefix=ASYNC %s
 
 // On the tensor cores (math=tf32): the same staging into slices padded to
 // 72 floats a row (the fragments' reads fall in 32 banks), then per 8-deep
@@ -32,6 +33,42 @@
 // TF32X3-COUNT-24: nvvm.mma.sync
 // TF32X3-NOT: nvvm.mma.sync
 // TF32X3: gpu.terminator
+
+// bf16 with cp.async (the default): operands whose rows are contiguous
+// (identity layouts, a depth of 128) are copied 16 bytes a copy into rings of
+// three 32-deep stages in dynamic shared memory, [3][64][40] f32 each here
+// (30,720 bytes: the kernel asks for 61,440); two stages are issued before
+// the loop, each iteration waits for all but the newest group, syncs,
+// issues the stage two ahead (zero-filled past the rows and K: cp.async's
+// source size) and multiplies its slot in two k16 steps, the fragments
+// read in pairs of depths (8-byte loads of f32, rounded to bf16x2).
+// ASYNC-LABEL: func.func @proj
+// ASYNC: gpu.launch {{.*}} dynamic_shared_memory_size %c61440_i32 {
+// ASYNC: %[[SHARED:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+// ASYNC: %[[RA:.*]] = memref.view %[[SHARED]][%c0{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<3x64x40xf32, #gpu.address_space<workgroup>>
+// ASYNC: %[[RW:.*]] = memref.view %[[SHARED]][%c30720][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<3x64x40xf32, #gpu.address_space<workgroup>>
+// ASYNC: %[[N:.*]] = arith.select %{{.*}}, %c4{{.*}}, %c0{{.*}} : index
+// ASYNC: nvgpu.device_async_copy %arg0[%{{.*}}, %{{.*}}], %[[RA]][%c0{{.*}}, %{{.*}}, %{{.*}}], 4, %[[N]] {bypassL1} : memref<?x128xf32> to memref<3x64x40xf32, #gpu.address_space<workgroup>>
+// ASYNC: nvgpu.device_async_copy %arg1[%{{.*}}, %{{.*}}], %[[RW]][%c0{{.*}}, %{{.*}}, %{{.*}}], 4, %{{.*}} {bypassL1} : memref<96x128xf32> to memref<3x64x40xf32, #gpu.address_space<workgroup>>
+// ASYNC: nvvm.cp.async.commit.group
+// ASYNC: nvvm.cp.async.commit.group
+// ASYNC: scf.for
+// ASYNC-NEXT: nvvm.cp.async.wait.group 1
+// ASYNC-NEXT: gpu.barrier
+// ASYNC: nvgpu.device_async_copy
+// ASYNC: nvvm.cp.async.commit.group
+// ASYNC: %[[P:.*]] = vector.load %[[RW]][{{.*}}] {alignment = 8 : i64} : memref<3x64x40xf32, #gpu.address_space<workgroup>>, vector<2xf32>
+// ASYNC-NEXT: %[[B:.*]] = arith.truncf %[[P]] : vector<2xf32> to vector<2xbf16>
+// ASYNC-NEXT: vector.bitcast %[[B]] : vector<2xbf16> to vector<1xi32>
+// ASYNC-COUNT-4: nvvm.mma.sync
+// ASYNC: vector.load %[[RW]]
+// ASYNC-COUNT-4: nvvm.mma.sync
+// ASYNC-NOT: nvvm.mma.sync
+// ASYNC: scf.yield
+// ASYNC: nvvm.cp.async.wait.group 0
+// ASYNC: gpu.terminator
+// ASYNC-NOT: gpu.barrier
+// ASYNC: gpu.shuffle xor
 
 // bf16: the slices staged as pairs of depths, 8 rows of 72 i32 (two bf16
 // each, rounded as they are stored: the lower depth in the low half); per
@@ -269,6 +306,14 @@ func.func @gate(%x: memref<?x8192xf32>, %w: memref<8x8192xf32>, %y: memref<?x8xf
 // BF16-COUNT-16: nvvm.mma.sync
 // BF16-NOT: nvvm.mma.sync
 // BF16: gpu.terminator
+// 128 x 128 tiles: 2 x 61,440 bytes of rings, 16 mma.sync a k16 step.
+// ASYNC-LABEL: func.func @wide
+// ASYNC: gpu.launch {{.*}} dynamic_shared_memory_size %c122880_i32 {
+// ASYNC: memref.view {{.*}} to memref<3x128x40xf32, #gpu.address_space<workgroup>>
+// ASYNC: scf.for
+// ASYNC-COUNT-32: nvvm.mma.sync
+// ASYNC-NOT: nvvm.mma.sync
+// ASYNC: scf.yield
 // CHECK-LABEL: func.func @wide_dynamic
 // CHECK: gpu.launch {{.*}} workgroup(%{{.*}} : memref<16x132xf32, #gpu.address_space<workgroup>>
 #a = affine_map<(d0, d1, d2) -> (d0, d2)>
@@ -300,6 +345,16 @@ func.func @wide_dynamic(%x: memref<?x64xf32>, %w: memref<?x64xf32>, %y: memref<?
 // A bf16 weight (dsf-to-linalg's weight-storage=declared): both kernels load
 // its bf16 elements and widen each as it is loaded; the tiled kernel stages
 // the widened values, so its shared tiles and its sums stay f32.
+// With cp.async the bf16 weight's ring holds its elements as stored
+// ([3][64][40] bf16, 15,360 bytes after A's 30,720), 8 a copy, and a B
+// fragment's pair is one 4-byte load.
+// ASYNC-LABEL: func.func @bf16_weight
+// ASYNC: gpu.launch {{.*}} dynamic_shared_memory_size %c46080_i32 {
+// ASYNC: %[[RW:.*]] = memref.view %{{.*}}[%c30720][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<3x64x40xbf16, #gpu.address_space<workgroup>>
+// ASYNC: nvgpu.device_async_copy %arg1[%{{.*}}, %{{.*}}], %[[RW]][%c0{{.*}}, %{{.*}}, %{{.*}}], 8, %{{.*}} {bypassL1} : memref<96x128xbf16> to memref<3x64x40xbf16, #gpu.address_space<workgroup>>
+// ASYNC: %[[P:.*]] = vector.load %[[RW]][{{.*}}] {alignment = 4 : i64} : memref<3x64x40xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
+// ASYNC-NEXT: vector.bitcast %[[P]] : vector<2xbf16> to vector<1xi32>
+// ASYNC: nvvm.mma.sync
 // CHECK-LABEL: func.func @bf16_weight
 // CHECK: gpu.launch {{.*}} workgroup(%{{.*}} : memref<16x68xf32, #gpu.address_space<workgroup>>
 // CHECK: %[[T:.*]] = memref.load %arg1[%{{.*}}, %{{.*}}] : memref<96x128xbf16>
@@ -354,6 +409,17 @@ func.func @bf16_weight(%x: memref<?x128xf32>, %w: memref<96x128xbf16>, %y: memre
 // No pairs where a row's length is odd (an odd depth's pair would straddle
 // two rows, and half the rows start 2 bytes past a 4-byte boundary) or the
 // weight is a strided view (its offset unknown): one depth a load.
+// Rows of 127 depths are not 16-byte aligned, a strided view's offset is
+// unknown: both stage through registers.
+// ASYNC-LABEL: func.func @bf16_odd_rows
+// ASYNC-NOT: dynamic_shared_memory
+// ASYNC: gpu.launch {{.*}} workgroup(%{{.*}} : memref<8x72xi32, #gpu.address_space<workgroup>>
+// ASYNC-NOT: nvgpu.device_async_copy
+// ASYNC-LABEL: func.func @bf16_view
+// ASYNC-NOT: dynamic_shared_memory
+// ASYNC: gpu.launch {{.*}} workgroup(%{{.*}} : memref<8x72xi32, #gpu.address_space<workgroup>>
+// ASYNC-NOT: nvgpu.device_async_copy
+// ASYNC: return
 // CHECK-LABEL: func.func @bf16_odd_rows
 // CHECK-NOT: vector<2xbf16>
 // CHECK-NOT: extract_aligned_pointer

@@ -108,6 +108,10 @@ cl::opt<long> tileMinRowsPerExpert("tile-min-rows-per-expert",
                                    cl::desc("--target=cuda: the routed experts run as tiles from this many rows an "
                                             "expert on average (default 32), below as a warp per output"),
                                    cl::init(32), cl::cat(dsfCategory));
+cl::opt<bool> noCpAsync("no-cp-async",
+                        cl::desc("--target=cuda --tile-math=bf16: stage the tiles' operands through registers "
+                                 "rather than copying them by cp.async into a ring of shared-memory stages"),
+                        cl::cat(dsfCategory));
 cl::opt<bool> noBatchDecode("no-batch-decode",
                             cl::desc("--target: leave out @batch_decode (one decode step for a batch of sequences, "
                                      "their state in slots updated in place; about a quarter of the compile time)"),
@@ -178,6 +182,7 @@ int compileArtifact(mlir::ModuleOp module, const dsf::ModelConfig &config,
   cudaOptions.tileMath = tileMath;
   cudaOptions.tileMinBlocks = tileMinBlocks;
   cudaOptions.tileMinRowsPerExpert = tileMinRowsPerExpert;
+  cudaOptions.tileCpAsync = !noCpAsync;
   if (cuda && !cudaOptions.emitPtx && !llvm::sys::fs::exists(cudaToolkit + "/bin/ptxas"))
     return error("--target=cuda: no ptxas in " + cudaToolkit + "/bin (give the toolkit with --cuda-toolkit)");
   if (failed(mlir::applyPassManagerCLOptions(toLlvm)) ||
@@ -277,6 +282,8 @@ int main(int argc, char **argv) {
                  std::to_string(tileMinRowsPerExpert));
   if ((tileMinBlocks.getNumOccurrences() || tileMinRowsPerExpert.getNumOccurrences()) && target != "cuda")
     return error("--tile-min-blocks and --tile-min-rows-per-expert choose the kernels of --target=cuda");
+  if (noCpAsync && tileMath != "bf16")
+    return error("--no-cp-async chooses how the bf16 tiles are staged: it needs --target=cuda --tile-math=bf16");
 
   mlir::dsf::PipelineOptions pipelineOptions;
   pipelineOptions.kvQuant = !noKvQuant;
