@@ -37,6 +37,7 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <map>
+#include <chrono>
 #include <mutex>
 #include <set>
 #include <unordered_map>
@@ -118,6 +119,20 @@ std::string firstError;
 std::string lastKernel;
 std::string profileScope;   // the entry point running (setProfileScope)
 uint64_t launches = 0;
+/// Time in cuMemAlloc / cuMemFree (allocSeconds): a miss of the pool, or
+/// its trim, can wait for the device.
+struct AllocTime {
+  double seconds = 0;
+  uint64_t calls = 0;
+} allocTime;
+/// Runs a driver allocation call, timed into allocTime.
+template <typename Call> CUresult timedAlloc(Call call) {
+  auto start = std::chrono::steady_clock::now();
+  CUresult r = call();
+  allocTime.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ++allocTime.calls;
+  return r;
+}
 /// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, and the dynamic shared
 /// memory a kernel may take without it.
 constexpr int kMaxDynamicSharedSizeBytes = 8;
@@ -288,6 +303,8 @@ bool ensureDriver(std::string &error) {
 
 std::string deviceName() { return driver().device; }
 uint64_t launchCount() { return launches; }
+double allocSeconds() { return allocTime.seconds; }
+uint64_t allocCalls() { return allocTime.calls; }
 
 void setProfileScope(const std::string &entry) { profileScope = entry; }
 
@@ -349,7 +366,7 @@ void releaseIdle(bool all) {
       ++it;
       continue;
     }
-    driver().cuMemFree(it->second);
+    timedAlloc([&] { return driver().cuMemFree(it->second); });
     p.blocks.erase(it->second);
     it = p.idle.erase(it);
   }
@@ -381,7 +398,7 @@ void *deviceAlloc(size_t bytes) {
       c.idle.erase(it);
       return reinterpret_cast<void *>(block);
     }
-    CUresult r = driver().cuMemAlloc(&block, need);
+    CUresult r = timedAlloc([&] { return driver().cuMemAlloc(&block, need); });
     if (r != 0)
       return failedAllocation(bytes, r, " while capturing a CUDA graph");
     c.blocks.push_back(block);
@@ -393,13 +410,13 @@ void *deviceAlloc(size_t bytes) {
     block = it->second;
     p.idle.erase(it);
   } else {
-    CUresult r = driver().ready ? driver().cuMemAlloc(&block, need) : 1;
+    CUresult r = driver().ready ? timedAlloc([&] { return driver().cuMemAlloc(&block, need); }) : 1;
     if (r == kOutOfMemory) {
       // Cached blocks may still be read by queued kernels: wait, then give
       // them all back and try once more.
       driver().cuCtxSynchronize();
       releaseIdle(true);
-      r = driver().cuMemAlloc(&block, need);
+      r = timedAlloc([&] { return driver().cuMemAlloc(&block, need); });
     }
     if (r != 0)
       return failedAllocation(bytes, r, "");

@@ -20,6 +20,10 @@ bool ensureDriver(std::string &error);
 std::string deviceName();
 /// Kernels launched so far (for --timing).
 uint64_t launchCount();
+/// Seconds spent in the driver's cuMemAlloc and cuMemFree so far, and how
+/// many calls (the pool's misses and trims).
+double allocSeconds();
+uint64_t allocCalls();
 /// The entry point whose kernels are launched now. DSF_CUDA_PROFILE files a
 /// kernel that is not named after it (a helper's, shared by every entry
 /// point: dsf_topk_..., dsf_hc_site_...) as "<entry>/<kernel>".

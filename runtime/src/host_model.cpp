@@ -4,6 +4,7 @@
 #include "cuda_backend.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -241,6 +242,25 @@ HostModel::~HostModel() {
 
 uint64_t HostModel::kernelLaunches() { return cuda::launchCount(); }
 
+namespace {
+HostModel::CallTimes &callTimesSoFar() {
+  static HostModel::CallTimes t;
+  return t;
+}
+double secondsSince(std::chrono::steady_clock::time_point &from) {
+  auto now = std::chrono::steady_clock::now();
+  double s = std::chrono::duration<double>(now - from).count();
+  from = now;
+  return s;
+}
+} // namespace
+
+HostModel::CallTimes HostModel::callTimes() {
+  CallTimes t = callTimesSoFar();
+  t.allocCalls = cuda::allocCalls();
+  return t;
+}
+
 bool HostModel::pinHostMemory(const void *p, size_t bytes) const { return cuda_ && cuda::pinHostMemory(p, bytes); }
 
 void HostModel::unpinHostMemory(const void *p) const {
@@ -297,6 +317,9 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
     error = "the prompt is empty";
     return false;
   }
+  CallTimes &times = callTimesSoFar();
+  auto lap = std::chrono::steady_clock::now();
+  ++times.calls;
   bool continuing = continues(entryName);
   if (continuing && sequence.length == 0) {
     error = "entry point '" + entryName + "' continues a sequence, but the sequence is empty (prefill it first)";
@@ -341,11 +364,13 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
     ~Unstage() {
       if (!cuda)
         return;
+      auto start = std::chrono::steady_clock::now();
       std::string ignored;
       cuda::synchronize(ignored);   // nothing in flight may still read them
       for (void *p : host)
         cuda::hostMappedFree(p);
       cuda::trimPool();
+      callTimesSoFar().release += secondsSince(start);
     }
   } unstage{cuda_, stagedHost};
   // Each state input's buffer and what keeps it alive, by the address the
@@ -422,9 +447,20 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
     return false;
   if (cuda_)
     cuda::setProfileScope(entryName);
+  times.stage += secondsSince(lap);
+  double allocBefore = cuda::allocSeconds();
   bound->function(args.data());
+  times.hostCode += secondsSince(lap);
+  times.deviceAllocs += cuda::allocSeconds() - allocBefore;
   std::string deviceError;
   bool deviceOk = !cuda_ || cuda::synchronize(deviceError);
+  times.wait += secondsSince(lap);
+  // Whatever the call returns by, what follows counts as taking results.
+  struct Results {
+    std::chrono::steady_clock::time_point &lap;
+    double &into;
+    ~Results() { into += secondsSince(lap); }
+  } results_{lap, times.results};
 
   // The result buffers are the kernels' (malloc, or device memory on CUDA;
   // results may share one, or be an input passed through). Each gets one
@@ -452,8 +488,15 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
     }
     views.push_back({reinterpret_cast<const float *>(intptr_t(d[1])), d[2], d[3], d[4], d[5], d[6], owner});
   }
+  // setLastLogitsOnly: the logits' view narrowed to its last row before
+  // anything is copied (the shape check below reads the rows returned).
+  const int64_t logitRows = views[0].rows;
+  if (lastLogitsOnly_ && views[0].rows > 1) {
+    views[0].offset += (views[0].rows - 1) * views[0].rowStride;
+    views[0].rows = 1;
+  }
   // On the GPU, the logits (and any state result that is not contiguous
-  // rows) come to the host: each span (offset to last element) is copied,
+  // rows) come to the host: each span (first to last element) is copied,
   // and the view then reads the host copy. The state stays on the device.
   // DSF_STATE_ON_HOST=1 sends the state to the host after every call, the
   // runtime's way before the device tier: the anchor of
@@ -466,9 +509,16 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
       if (residentOnDevice(k))
         continue;
       View &v = views[k];
-      int64_t span = v.rows && v.cols ? v.offset + (v.rows - 1) * v.rowStride + (v.cols - 1) * v.colStride + 1 : 0;
+      // From the view's first element to its last: a view into a larger
+      // buffer (the last row of the logits) copies only its own span.
+      int64_t span = v.rows && v.cols ? (v.rows - 1) * v.rowStride + (v.cols - 1) * v.colStride + 1 : 0;
       hostCopies[k].resize(size_t(span));
-      cuda::copyToHost(hostCopies[k].data(), v.aligned, size_t(span) * sizeof(float));
+      cuda::copyToHost(hostCopies[k].data(), v.aligned + v.offset, size_t(span) * sizeof(float));
+      v.offset = 0;
+      if (k > 0) {
+        ++times.statesToHost;
+        times.bytesToHost += size_t(span) * sizeof(float);
+      }
       v.aligned = hostCopies[k].data();
     }
     deviceOk = cuda::synchronize(deviceError);
@@ -480,9 +530,9 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
   const View &lv = views[0];
   // A split prefill returns the logits of its tail only.
   bool tailOnly = m.prefillMode != "full" && !continuing;
-  if (outs[0].shape.size() != 2 || (tailOnly ? (lv.rows < 1 || lv.rows > n) : lv.rows != n) ||
+  if (outs[0].shape.size() != 2 || (tailOnly ? (logitRows < 1 || logitRows > n) : logitRows != n) ||
       lv.cols != m.vocabSize) {
-    error = "entry point '" + entryName + "' returned logits of shape [" + std::to_string(lv.rows) + ", " +
+    error = "entry point '" + entryName + "' returned logits of shape [" + std::to_string(logitRows) + ", " +
             std::to_string(lv.cols) + "], expected [" + std::to_string(n) + ", " + std::to_string(m.vocabSize) + "]";
     return false;
   }

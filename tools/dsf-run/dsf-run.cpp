@@ -794,7 +794,9 @@ int main(int argc, char **argv) {
   if (!canDecode && prefillChunk > 0 && prefillChunk < int64_t(ids.size()))
     return fail("--prefill-chunk: " + artifactPath + " has no decode entry point that continues a sequence");
 
-  // Every row computed, for --dump-logits.
+  // Every row computed, for --dump-logits; generation reads only each
+  // call's last row, so without a dump the model returns only that.
+  model->setLastLogitsOnly(dumpPath.empty());
   std::vector<float> allLogits, logits;
   std::vector<int32_t> rowPositions, sequenceIds = ids;
   auto keep = [&](int64_t firstRow) {
@@ -812,6 +814,7 @@ int main(int argc, char **argv) {
       return fail(error);
   }
   uint64_t launchesBefore = HostModel::kernelLaunches();
+  const HostModel::CallTimes timesBefore = HostModel::callTimes();
   auto prefillStart = std::chrono::steady_clock::now();
   int64_t prefillCalls = 0;
   if (!model->extend(ids, prefillChunk, sequence, logits, firstRow, error, [&](const std::vector<float> &, int64_t row) {
@@ -821,6 +824,7 @@ int main(int argc, char **argv) {
     return fail(error);
   double prefillSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - prefillStart).count();
   uint64_t prefillLaunches = HostModel::kernelLaunches() - launchesBefore;
+  const HostModel::CallTimes timesAfter = HostModel::callTimes();
   progress.done("prefill");
   for (size_t at = 0; at < thenIds.size(); at += size_t(chunk)) {
     std::vector<int32_t> part(thenIds.begin() + long(at), thenIds.begin() + long(std::min(thenIds.size(), at + size_t(chunk))));
@@ -865,6 +869,16 @@ int main(int argc, char **argv) {
     if (decodeLaunches && maxNew > 1)
       std::fprintf(stderr, "; decode %.0f GPU kernel launches a call", double(decodeLaunches) / double(maxNew - 1));
     std::fprintf(stderr, "\n");
+    // Where the prefill's wall time went (HostModel::CallTimes).
+    const HostModel::CallTimes &a = timesBefore, &b = timesAfter;
+    std::fprintf(stderr,
+                 "dsf-run: timing: prefill's %llu calls: staging %.6f s, host code %.6f s (cuMemAlloc/cuMemFree %.6f s, "
+                 "%llu calls), waiting for the device %.6f s, results %.6f s (%llu state tensors copied to the host, "
+                 "%.1f MB), release %.6f s\n",
+                 static_cast<unsigned long long>(b.calls - a.calls), b.stage - a.stage, b.hostCode - a.hostCode,
+                 b.deviceAllocs - a.deviceAllocs, static_cast<unsigned long long>(b.allocCalls - a.allocCalls),
+                 b.wait - a.wait, b.results - a.results, static_cast<unsigned long long>(b.statesToHost - a.statesToHost),
+                 double(b.bytesToHost - a.bytesToHost) / 1e6, b.release - a.release);
   }
   for (size_t i = 0; i < generated.size(); ++i)
     std::printf("%s%d", i ? "," : "", generated[i]);

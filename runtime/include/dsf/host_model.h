@@ -87,6 +87,14 @@ public:
 
   const Manifest &manifest() const { return artifact_->manifest(); }
 
+  /// With `on`, every call returns the logits of its last row only (rows
+  /// [1, vocab], firstRow that row's position): what generation reads. A
+  /// CUDA call then copies one row to the host instead of all of them: a
+  /// 4,096-token prefill's logits of V4.1's vocabulary are 2.1 GB, and
+  /// copying them took 1.6 s of a 2.0 s prefill whose kernels took 0.45 s
+  /// (bench/results/gpu-cp-async-tiles.md).
+  void setLastLogitsOnly(bool on) { lastLogitsOnly_ = on; }
+
   /// Logits [rows, vocab] of a fresh sequence of `ids` through entry point
   /// `entry`: every position for a full prefill; for the exact-tail and
   /// bounded-replay prefills (the manifest's `prefill`) the rows of the
@@ -134,6 +142,21 @@ public:
   /// GPU kernels launched by this process so far (0 on the CPU).
   static uint64_t kernelLaunches();
 
+  /// Where this process's calls spent their wall time so far, in seconds
+  /// (dsf-run --timing): staging the inputs; running the compiled host code
+  /// (on the GPU it queues the kernels, and waits only where the driver
+  /// does: in cuMemAlloc / cuMemFree, also counted apart); waiting for the
+  /// device; taking the results; releasing the call's staging.
+  struct CallTimes {
+    double stage = 0, hostCode = 0, wait = 0, results = 0, release = 0;
+    double deviceAllocs = 0;   // of hostCode: cuMemAlloc and cuMemFree
+    uint64_t allocCalls = 0, calls = 0;
+    /// State results copied to the host (DSF_STATE_ON_HOST, or not
+    /// contiguous rows) and their bytes.
+    uint64_t statesToHost = 0, bytesToHost = 0;
+  };
+  static CallTimes callTimes();
+
   /// Whether `entry` continues a sequence (takes state).
   bool continues(const std::string &entry) const;
 
@@ -168,6 +191,7 @@ private:
   const Bound *bound(const std::string &entry, std::string &error) const;
   std::shared_ptr<Artifact> artifact_;
   void *library_ = nullptr;
+  bool lastLogitsOnly_ = false;   // setLastLogitsOnly
   bool cuda_ = false;   // a CUDA artifact: buffers in managed memory
   int memfd_ = -1;
   std::vector<std::unique_ptr<Bound>> entries_;
