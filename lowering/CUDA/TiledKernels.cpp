@@ -196,32 +196,19 @@ SmallVector<Value> mmaStep(OpBuilder &o, Location l, TileMath math, Value As, Va
   }
   return next;
 }
-/// TileMath::Bf16's step: the whole 16-deep slice in one mma.m16n8k16 .bf16
-/// per n-tile. The slices are staged as pairs of depths, [8][72] i32 of two
-/// bf16 each (depth 2p in the low half): PTX's fragments for this shape are
-/// A (g, 2t..2t+1), (g + 8, 2t..), (g, 2t + 8..), (g + 8, 2t + 8..) and B
-/// (k 2t..2t+1, n g), (k 2t + 8.., n g), so a lane reads pair rows t and
-/// t + 4, and a row of 72 words puts the 32 lanes in 32 banks. C is laid out
-/// as for tf32.
-SmallVector<Value> mmaStepBf16(OpBuilder &o, Location l, Value As, Value Ws, const MmaTile &w, ValueRange acc) {
-  MLIRContext *ctx = o.getContext();
+/// One k16 step of a warp's bf16 tiles: `b` holds each n8 tile's two B
+/// registers, `aFragment(r, r + 8)` the four A registers of the m16 tile at
+/// rows r and r + 8 (read once, used for every n8 tile); one mma.sync
+/// m16n8k16 a (m, n) tile onto its accumulators (see MmaTile).
+SmallVector<Value> mmaBf16Tiles(OpBuilder &o, Location l, const MmaTile &w, ArrayRef<Value> b,
+                                function_ref<SmallVector<Value>(Value r, Value r8)> aFragment, ValueRange acc) {
   auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(o, l, v).getResult(); };
-  auto add = [&](Value a, Value b) { return arith::AddIOp::create(o, l, a, b).getResult(); };
-  auto load = [&](Value buf, Value p, Value x) { return memref::LoadOp::create(o, l, buf, ValueRange{p, x}).getResult(); };
-  Type result = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(4, o.getF32Type()));
-  Value t4 = add(w.t, c(4));
-  // Every B fragment of the warp's columns once, then each m16 tile's A
-  // fragment against all of them.
-  SmallVector<Value> b;
-  for (int64_t j = 0; j < w.nTiles; ++j) {
-    Value n = add(add(w.colBase, c(8 * j)), w.g);
-    b.push_back(load(Ws, w.t, n));
-    b.push_back(load(Ws, t4, n));
-  }
+  auto add = [&](Value x, Value y) { return arith::AddIOp::create(o, l, x, y).getResult(); };
+  Type result = LLVM::LLVMStructType::getLiteral(o.getContext(), SmallVector<Type>(4, o.getF32Type()));
   SmallVector<Value> next(acc.begin(), acc.end());
   for (int64_t i = 0; i < w.mTiles; ++i) {
-    Value r = add(add(w.rowBase, c(16 * i)), w.g), r8 = add(r, c(8));
-    SmallVector<Value> a{load(As, w.t, r), load(As, w.t, r8), load(As, t4, r), load(As, t4, r8)};
+    Value r = add(add(w.rowBase, c(16 * i)), w.g);
+    SmallVector<Value> a = aFragment(r, add(r, c(8)));
     for (int64_t j = 0; j < w.nTiles; ++j) {
       size_t at = size_t(4 * (i * w.nTiles + j));
       SmallVector<Value> cAcc(next.begin() + long(at), next.begin() + long(at) + 4);
@@ -235,6 +222,31 @@ SmallVector<Value> mmaStepBf16(OpBuilder &o, Location l, Value As, Value Ws, con
     }
   }
   return next;
+}
+
+/// TileMath::Bf16's step: the whole 16-deep slice in one mma.m16n8k16 .bf16
+/// per n-tile. The slices are staged as pairs of depths, [8][72] i32 of two
+/// bf16 each (depth 2p in the low half): PTX's fragments for this shape are
+/// A (g, 2t..2t+1), (g + 8, 2t..), (g, 2t + 8..), (g + 8, 2t + 8..) and B
+/// (k 2t..2t+1, n g), (k 2t + 8.., n g), so a lane reads pair rows t and
+/// t + 4, and a row of 72 words puts the 32 lanes in 32 banks. C is laid out
+/// as for tf32.
+SmallVector<Value> mmaStepBf16(OpBuilder &o, Location l, Value As, Value Ws, const MmaTile &w, ValueRange acc) {
+  auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(o, l, v).getResult(); };
+  auto add = [&](Value a, Value b) { return arith::AddIOp::create(o, l, a, b).getResult(); };
+  auto load = [&](Value buf, Value p, Value x) { return memref::LoadOp::create(o, l, buf, ValueRange{p, x}).getResult(); };
+  Value t4 = add(w.t, c(4));
+  // Every B fragment of the warp's columns once, then each m16 tile's A
+  // fragment against all of them.
+  SmallVector<Value> b;
+  for (int64_t j = 0; j < w.nTiles; ++j) {
+    Value n = add(add(w.colBase, c(8 * j)), w.g);
+    b.push_back(load(Ws, w.t, n));
+    b.push_back(load(Ws, t4, n));
+  }
+  return mmaBf16Tiles(o, l, w, b, [&](Value r, Value r8) {
+    return SmallVector<Value>{load(As, w.t, r), load(As, w.t, r8), load(As, t4, r), load(As, t4, r8)};
+  }, acc);
 }
 
 /// Two f32 values rounded to bf16 (to nearest even) in one i32, `lo` in the
@@ -283,10 +295,8 @@ Value stagedPair(OpBuilder &o, Location l, Value ring, Value stage, Value row, V
 /// (g + 8, 2t + 8..); B (n g, k 2t..), (n g, k 2t + 8..).
 SmallVector<Value> mmaStepStaged(OpBuilder &o, Location l, Value ringA, Value ringW, Value stage, int64_t k16,
                                  const MmaTile &w, ValueRange acc) {
-  MLIRContext *ctx = o.getContext();
   auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(o, l, v).getResult(); };
   auto add = [&](Value a, Value b) { return arith::AddIOp::create(o, l, a, b).getResult(); };
-  Type result = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(4, o.getF32Type()));
   Value d0 = add(arith::MulIOp::create(o, l, w.t, c(2)), c(k16)), d8 = add(d0, c(8));
   SmallVector<Value> b;
   for (int64_t j = 0; j < w.nTiles; ++j) {
@@ -294,24 +304,10 @@ SmallVector<Value> mmaStepStaged(OpBuilder &o, Location l, Value ringA, Value ri
     b.push_back(stagedPair(o, l, ringW, stage, n, d0));
     b.push_back(stagedPair(o, l, ringW, stage, n, d8));
   }
-  SmallVector<Value> next(acc.begin(), acc.end());
-  for (int64_t i = 0; i < w.mTiles; ++i) {
-    Value r = add(add(w.rowBase, c(16 * i)), w.g), r8 = add(r, c(8));
-    SmallVector<Value> a{stagedPair(o, l, ringA, stage, r, d0), stagedPair(o, l, ringA, stage, r8, d0),
-                         stagedPair(o, l, ringA, stage, r, d8), stagedPair(o, l, ringA, stage, r8, d8)};
-    for (int64_t j = 0; j < w.nTiles; ++j) {
-      size_t at = size_t(4 * (i * w.nTiles + j));
-      SmallVector<Value> cAcc(next.begin() + long(at), next.begin() + long(at) + 4);
-      Value d = NVVM::MmaOp::create(o, l, result, a, ValueRange{b[size_t(2 * j)], b[size_t(2 * j + 1)]}, cAcc,
-                                    ArrayRef<int64_t>{16, 8, 16}, std::nullopt, std::nullopt,
-                                    std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16, NVVM::MMATypes::bf16},
-                                    std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row, NVVM::MMALayout::col})
-                    .getResult();
-      for (int64_t e = 0; e < 4; ++e)
-        next[at + size_t(e)] = LLVM::ExtractValueOp::create(o, l, d, ArrayRef<int64_t>{e}).getResult();
-    }
-  }
-  return next;
+  return mmaBf16Tiles(o, l, w, b, [&](Value r, Value r8) {
+    return SmallVector<Value>{stagedPair(o, l, ringA, stage, r, d0), stagedPair(o, l, ringA, stage, r8, d0),
+                              stagedPair(o, l, ringA, stage, r, d8), stagedPair(o, l, ringA, stage, r8, d8)};
+  }, acc);
 }
 } // namespace
 
