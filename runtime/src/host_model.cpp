@@ -460,7 +460,7 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
     std::chrono::steady_clock::time_point &lap;
     double &into;
     ~Results() { into += secondsSince(lap); }
-  } results_{lap, times.results};
+  } resultsTimer{lap, times.results};
 
   // The result buffers are the kernels' (malloc, or device memory on CUDA;
   // results may share one, or be an input passed through). Each gets one

@@ -146,7 +146,8 @@ public:
   /// (dsf-run --timing): staging the inputs; running the compiled host code
   /// (on the GPU it queues the kernels, and waits only where the driver
   /// does: in cuMemAlloc / cuMemFree, also counted apart); waiting for the
-  /// device; taking the results; releasing the call's staging.
+  /// device; taking the results; releasing the call's staging. Process-wide
+  /// counts, as kernelLaunches.
   struct CallTimes {
     double stage = 0, hostCode = 0, wait = 0, results = 0, release = 0;
     double deviceAllocs = 0;   // of hostCode: cuMemAlloc and cuMemFree
