@@ -103,7 +103,7 @@ def product_weights(manifest):
     return out
 
 
-def sgemm_anchor(rows, math="f32"):
+def cublas_anchor(rows, math="f32"):
     """cuBLAS's GEMM through PyTorch on the model's prefill products, timed
     with CUDA events in this run: the anchor the tiled kernel's TFLOP/s
     compare with. math f32: f32 operands, TF32 off (dsf's SIMT arithmetic);
@@ -297,7 +297,7 @@ def main(argv, title=None, script="bench/gpu_build_ab.py", labels=("new", "ancho
             "6 of 8), over the kernel time. Ceilings: f32 on the SIMT cores 132 SMs x 128 lanes x 2 x 1.98 GHz = "
             "66.9 TFLOP/s; bf16 on the tensor cores 790 (BENCHMARKS.md).")
         say()
-        for line in sgemm_anchor(context, options.get("cublas", "f32")):
+        for line in cublas_anchor(context, options.get("cublas", "f32")):
             say(line)
     open(out_md, "w").write("\n".join(lines) + "\n")
 

@@ -223,8 +223,8 @@ PY
     compute-sanitizer --tool racecheck --print-limit 5 $R $G/v4small-cuda-bf16.dsfa --weights $OUT/small.safetensors \
       --prompt-ids @/tmp/small-ids | tail -1
   fi
-  # The cp.async ring (the default) against the register-staged tiles: bit
-  # for bit, prefill and decode.
+  # The cp.async ring (the default) against the register-staged tiles: the
+  # prefills' logits bit for bit.
   if have cuda-bf16regs.dsfa v4small-cuda-bf16regs.dsfa cuda-bf16.dsfa v4small-cuda-bf16.dsfa; then
     $R $G/cuda-bf16regs.dsfa --weights $G/weights.safetensors --prompt-ids @/tmp/ids1 --dump-logits $OUT/bf16regs-1.logits
     $C $OUT/bf16mma-1.logits --against $OUT/bf16regs-1.logits --exact || true

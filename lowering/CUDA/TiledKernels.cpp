@@ -260,7 +260,7 @@ Value packBf16x2(OpBuilder &o, Location l, Value lo, Value hi) {
   Value sixteen = arith::ConstantIntOp::create(o, l, i32, 16);
   return arith::OrIOp::create(o, l, bits(lo), arith::ShLIOp::create(o, l, bits(hi), sixteen)).getResult();
 }
-/// The cp.async ring (TiledGemm::rowA / rowW): kStages slices of
+/// The cp.async ring (TiledGemm::stagedA / stagedW): kStages slices of
 /// kStageDepth depths; a staged row is padded by 8 elements, so that the
 /// fragments' reads of 8 rows fall in distinct banks (a row of 40 f32 is 8
 /// banks from the next: the 16 lanes of a half-warp's 8-byte reads cover

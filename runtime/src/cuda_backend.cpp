@@ -36,8 +36,8 @@
 #include <type_traits>
 #include <cstring>
 #include <dlfcn.h>
-#include <map>
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <set>
 #include <unordered_map>

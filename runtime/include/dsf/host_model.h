@@ -151,7 +151,8 @@ public:
   struct CallTimes {
     double stage = 0, hostCode = 0, wait = 0, results = 0, release = 0;
     double deviceAllocs = 0;   // of hostCode: cuMemAlloc and cuMemFree
-    uint64_t allocCalls = 0, calls = 0;
+    uint64_t allocCalls = 0;   // of hostCode, likewise
+    uint64_t calls = 0;
     /// State results copied to the host (DSF_STATE_ON_HOST, or not
     /// contiguous rows) and their bytes.
     uint64_t statesToHost = 0, bytesToHost = 0;
