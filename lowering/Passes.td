@@ -370,7 +370,7 @@ def GpuSelectTopk : Pass<"dsf-gpu-select-topk", "::mlir::ModuleOp"> {
 }
 
 def GpuSinkAttention : Pass<"dsf-gpu-sink-attention", "::mlir::ModuleOp"> {
-  let summary = "Run each sink-attention helper as one kernel, a block per (token, head)";
+  let summary = "Run each sink-attention helper as one kernel, a block per (token, head); bf16 prefills optionally on the tensor cores";
   let description = [{
     dsf-to-linalg runs sink attention over a layer's window band and its
     selected cache entries in a helper function per shape (marked
@@ -392,11 +392,30 @@ def GpuSinkAttention : Pass<"dsf-gpu-sink-attention", "::mlir::ModuleOp"> {
     denominator's sums run in another order than the linalg's, one for any
     number of tokens. Widths that are not a multiple of 32 or above 4,096
     stay as they are; a helper whose signature is not its shape's is an error.
+
+    With `math=bf16` and `mma-min-tokens` N >= 1 (0, the default: never;
+    not batch-invariant) the sequence helper of a width that is a multiple
+    of 128 up to 512 runs a call of N tokens or more (a prefill's) on the
+    tensor cores — experimental: it fails the tiny V4's golden check
+    (bench/results/gpu-attention-mma.md) — the
+    rows in bf16 into one buffer (a kernel), then a block of 8 warps per
+    (token, group of 16/32/64 heads) — every head reads the same rows (one
+    KV head), so a block that holds all of them reads each row once — the
+    columns in chunks of 64 copied by cp.async into a two-slot ring, S = Q
+    K^T and P V on mma.sync m16n8k16 bf16 with ldmatrix fragments, the
+    softmax online (the running maximum from the sink). Fewer tokens (a
+    decode's) keep the SIMT kernels, which fill the GPU with a block per
+    (token, head).
   }];
   let options = [Option<"batchInvariant", "batch-invariant", "bool", "false",
-                        "One kernel (512 threads a block) for any number of tokens">];
+                        "One kernel (512 threads a block) for any number of tokens">,
+                 Option<"math", "math", "std::string", "\"f32\"",
+                        "The tile math (f32, tf32, 3xtf32, bf16): with bf16 a prefill runs on the tensor cores">,
+                 Option<"mmaMinTokens", "mma-min-tokens", "int64_t", "0",
+                        "Tokens from which a bf16 build's attention takes the tensor-core kernel (0: never)">];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
-                           "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect"];
+                           "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",
+                           "::mlir::LLVM::LLVMDialect", "::mlir::vector::VectorDialect", "::mlir::nvgpu::NVGPUDialect"];
 }
 
 def GpuRouteExperts : Pass<"dsf-gpu-route-experts", "::mlir::ModuleOp"> {

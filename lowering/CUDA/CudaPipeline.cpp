@@ -40,8 +40,9 @@ LogicalResult mlir::dsf::buildCudaPipelineFromLinalg(OpPassManager &pm, const Cu
   // symbol-dce), each top-k selection one kernel, a block per token
   // (dsf-gpu-select-topk), each MoE router one kernel, a block per token
   // (dsf-gpu-route-experts), each sink attention over the band and the
-  // selected entries one kernel, a block per (token, head)
-  // (dsf-gpu-sink-attention), the Sinkhorn rounds of other helpers one kernel
+  // selected entries one kernel, a block per (token, head), or with bf16
+  // tile math a prefill's a tensor-core kernel, a block per (token, group
+  // of heads) (dsf-gpu-sink-attention), the Sinkhorn rounds of other helpers one kernel
   // (dsf-gpu-fuse-sinkhorn), constants and index computations sunk into each
   // launch before it is outlined (gpu-launch-sink-index-computations:
   // canonicalize hoists them to the host function, and the outlined kernels
@@ -53,9 +54,10 @@ LogicalResult mlir::dsf::buildCudaPipelineFromLinalg(OpPassManager &pm, const Cu
   // loads), dsf-place-buffers moves the host's own scratch to the stack and
   // proves the host code dereferences no device buffer: the runtime then
   // queues the kernels without synchronizing between them. The tiled
-  // kernels' cp.async copies (nvgpu) become NVVM inside each gpu.module.
+  // kernels' and the attention's cp.async copies (nvgpu) become NVVM inside each gpu.module.
   std::string cpAsync = options.tileCpAsync ? "true" : "false";
-  std::string text = "canonicalize,convert-bufferization-to-memref,dsf-copies-to-linalg,dsf-gpu-fuse-mhc,dsf-gpu-select-topk,dsf-gpu-route-experts,dsf-gpu-sink-attention{batch-invariant=" + invariant + "},symbol-dce,dsf-gpu-fuse-sinkhorn,"
+  std::string text = "canonicalize,convert-bufferization-to-memref,dsf-copies-to-linalg,dsf-gpu-fuse-mhc,dsf-gpu-select-topk,dsf-gpu-route-experts,dsf-gpu-sink-attention{batch-invariant=" + invariant + " math=" + options.tileMath +
+                     " mma-min-tokens=" + std::to_string(options.attentionMmaMinTokens) + "},symbol-dce,dsf-gpu-fuse-sinkhorn,"
                      "dsf-gpu-grouped-experts{batch-invariant=" + invariant + " math=" + options.tileMath + " cp-async=" + cpAsync +
                      " min-rows-per-expert=" + std::to_string(options.tileMinRowsPerExpert) +
                      "},dsf-gpu-tiled-matmul{batch-invariant=" + invariant + " math=" + options.tileMath + " cp-async=" + cpAsync +

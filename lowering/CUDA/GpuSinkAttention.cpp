@@ -33,6 +33,7 @@
 // (--batch-invariant).
 //
 //===----------------------------------------------------------------------===//
+#include "lowering/CUDA/SinkAttentionMma.h"
 #include "lowering/CUDA/TiledKernels.h"
 #include "lowering/Passes.h"
 
@@ -419,9 +420,11 @@ struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
     // The two kernels differ only in the order of the denominator's sum (each
     // thread's columns, then the warps in order); a batch-invariant build
     // keeps the wide one for any number of tokens.
-    if (batchInvariant) {
-      buildKernel(b, kWideThreads);
-    } else {
+    auto buildSimt = [&](OpBuilder &b) {
+      if (batchInvariant) {
+        buildKernel(b, kWideThreads);
+        return;
+      }
       Value blocks = arith::MulIOp::create(b, loc, tokens, idx(b, a.heads));
       auto wide = scf::IfOp::create(
           b, loc, TypeRange{},
@@ -430,11 +433,47 @@ struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
       OpBuilder decode = wide.getThenBodyBuilder(), prefill = wide.getElseBodyBuilder();
       buildKernel(decode, kWideThreads);
       buildKernel(prefill, kNarrowThreads);
+    };
+    // With bf16 tile math and mma-min-tokens >= 1 a prefill's tokens take
+    // the tensor-core kernel (a block per token and group of heads); fewer
+    // tokens (a decode's) keep the SIMT kernels, whose blocks per (token,
+    // head) fill the GPU where a block per token would not. Opt-in: the
+    // tensor-core kernel fails the tiny V4's golden check (1.6e-1 against
+    // 1.4e-2 with the SIMT kernels; bench/results/gpu-attention-mma.md).
+    if (useMma(a)) {
+      auto many = scf::IfOp::create(
+          b, loc, TypeRange{}, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, tokens, idx(b, mmaMinTokens)),
+          /*withElse=*/true);
+      OpBuilder prefill = many.getThenBodyBuilder(), few = many.getElseBodyBuilder();
+      buildSinkAttentionMma(prefill, loc, SinkAttentionMma{a.heads, a.width, a.window, a.k, a.scale, q, window, cache,
+                                                           selection, sink, out});
+      buildSimt(few);
+    } else {
+      buildSimt(b);
     }
     func::ReturnOp::create(b, loc, out);
   }
 
+  /// Whether the tensor-core kernel runs `a`'s prefills: bf16 tile math, a
+  /// build that need not equal its decodes bit for bit, the sequence
+  /// helper's unpacked rows (a batch's slot helper runs decode steps), and
+  /// sizes it takes.
+  bool useMma(const Attention &a) const {
+    return mmaMinTokens > 0 && tileMath == TileMath::Bf16 && !batchInvariant && !a.slots && !a.packed &&
+           sinkAttentionMmaFits(a.heads, a.width);
+  }
+  TileMath tileMath = TileMath::F32;
+
   void runOnOperation() override {
+    FailureOr<TileMath> parsed = tileMathOption(getOperation(), getArgument(), math);
+    if (failed(parsed))
+      return signalPassFailure();
+    tileMath = *parsed;
+    if (mmaMinTokens < 0) {
+      getOperation()->emitError() << getArgument() << ": mma-min-tokens must be a count of tokens >= 0 (0: never), not "
+                                  << int64_t(mmaMinTokens);
+      return signalPassFailure();
+    }
     Builder builder(&getContext());
     for (auto helper : llvm::to_vector(getOperation().getOps<func::FuncOp>())) {
       bool slots = helper->hasAttr("dsf.slot_attention");

@@ -1,5 +1,9 @@
 // RUN: dsf-opt %s --dsf-gpu-sink-attention --split-input-file -verify-diagnostics | FileCheck %s
 // RUN: dsf-opt %s --dsf-gpu-sink-attention=batch-invariant=true --split-input-file -verify-diagnostics | FileCheck %s --check-prefix=INVARIANT
+// RUN: dsf-opt %s --dsf-gpu-sink-attention="math=bf16 mma-min-tokens=16" --split-input-file -verify-diagnostics | FileCheck %s --check-prefix=MMA
+// RUN: dsf-opt %s --dsf-gpu-sink-attention=math=bf16 --split-input-file -verify-diagnostics | FileCheck %s --check-prefix=MMAOFF
+// RUN: dsf-opt %s --dsf-gpu-sink-attention="math=bf16 mma-min-tokens=64" --split-input-file -verify-diagnostics | FileCheck %s --check-prefix=MMA64
+// RUN: dsf-opt %s --dsf-gpu-sink-attention="math=bf16 mma-min-tokens=16 batch-invariant=true" --split-input-file -verify-diagnostics | FileCheck %s --check-prefix=MMAINVARIANT
 
 // Sink attention over a band of 4 window rows and 8 selected entries becomes
 // one kernel, a block per (token, head) — 512 threads below 1,024 blocks (a
@@ -73,6 +77,11 @@
 // INVARIANT: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c512
 // INVARIANT-NOT: gpu.launch
 // INVARIANT: return
+// With bf16 tile math a width of 64 (not a multiple of 128) keeps the SIMT
+// kernels.
+// MMA-LABEL: func.func private @dsf_attention_h2_d64_w4_k8_s3e000000
+// MMA-NOT: nvgpu
+// MMA: return
 func.func private @dsf_attention_h2_d64_w4_k8_s3e000000(%q: memref<?x2x64xf32>, %win: memref<?x64xf32>,
                                                        %cache: memref<?x64xf32>, %sel: memref<?x8xi32>,
                                                        %sink: memref<2xf32>) -> memref<?x2x64xf32>
@@ -102,6 +111,89 @@ func.func private @dsf_attention_h1_d640_w3_k0_s3f800000(%q: memref<?x1x640xf32>
   %t = memref.dim %q, %c0 : memref<?x1x640xf32>
   %o = memref.alloc(%t) : memref<?x1x640xf32>
   return %o : memref<?x1x640xf32>
+}
+
+// -----
+
+// With bf16 tile math, mma-min-tokens N >= 1 (0, the default: never; the
+// kernel is experimental) and a width the tensor-core kernel takes (a
+// multiple of 128), a call of N tokens or more (a prefill) runs on it and
+// fewer tokens (a decode) keep the SIMT kernels. First the window's and the
+// cache's rows in bf16 in one buffer (a kernel, four channels a thread);
+// then a block of 256 threads per (token, group of 16 heads) with dynamic
+// shared memory: the first chunk's rows by cp.async (zero-filled where a
+// column is no row), the queries in bf16, the running maxima from the sink;
+// per chunk of 64 columns the wait for its rows, the next chunk's copies,
+// S = Q K^T and P V on mma.sync m16n8k16 bf16 with ldmatrix fragments (.trans
+// for V), quad shuffles for the rows' maxima. The buffer is freed after.
+// CHECK-LABEL: func.func private @dsf_attention_h4_d128_w16_k8_s3e000000
+// CHECK-NOT: nvgpu
+// CHECK: return
+// MMA-LABEL: func.func private @dsf_attention_h4_d128_w16_k8_s3e000000
+// MMA: %[[T:.*]] = memref.dim %arg0, %c0
+// MMA: %[[MANY:.*]] = arith.cmpi uge, %[[T]], %c16
+// MMA: scf.if %[[MANY]] {
+// MMA: %[[MT:.*]] = memref.dim %arg0
+// MMA: %[[ROWS:.*]] = memref.dim %arg1
+// MMA: %[[ENTRIES:.*]] = memref.dim %arg2
+// MMA: %[[KVROWS:.*]] = arith.addi %[[ROWS]], %[[ENTRIES]]
+// MMA: %[[KV:.*]] = memref.alloc(%[[KVROWS]]) : memref<?x128xbf16>
+// MMA: gpu.launch
+// MMA: vector.load %arg1{{.*}} : memref<?x128xf32>, vector<4xf32>
+// MMA: vector.load %arg2{{.*}} : memref<?x128xf32>, vector<4xf32>
+// MMA: arith.truncf %{{.*}} : vector<4xf32> to vector<4xbf16>
+// MMA: vector.store %{{.*}}, %[[KV]]
+// MMA: gpu.terminator
+// MMA: gpu.launch blocks(%[[TOK:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[MT]], %{{.*}} = %c1{{(_[0-9]+)?}}, {{.*}} threads({{.*}}) in (%{{.*}} = %c256{{.*}} dynamic_shared_memory_size
+// MMA: gpu.dynamic_shared_memory
+// MMA: memref.load %arg3[%[[TOK]], %{{.*}}] : memref<?x8xi32>
+// MMA-COUNT-4: nvgpu.device_async_copy %[[KV]]
+// MMA: nvvm.cp.async.commit.group
+// MMA: arith.truncf %{{.*}} : vector<4xf32> to vector<4xbf16>
+// MMA: memref.load %arg4
+// MMA: scf.for
+// MMA: nvvm.cp.async.wait.group 0
+// MMA: gpu.barrier
+// MMA: nvgpu.device_async_copy %[[KV]]
+// MMA: scf.for
+// MMA: nvgpu.ldmatrix {{.*}} {numTiles = 2 : i32, transpose = false}
+// MMA: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = false}
+// MMA: nvvm.mma.sync {{.*}} {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// MMA: gpu.shuffle  xor
+// MMA: gpu.barrier
+// MMA: math.exp
+// MMA: arith.truncf %{{.*}} : vector<2xf32> to vector<2xbf16>
+// MMA: gpu.barrier
+// MMA: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
+// MMA: nvvm.mma.sync
+// MMA: scf.yield
+// MMA: gpu.barrier
+// MMA: arith.divf
+// MMA: vector.store %{{.*}}, %{{.*}}[%[[TOK]], %{{.*}}, %{{.*}}] {alignment = 8 : i64} : memref<?x4x128xf32>, vector<2xf32>
+// MMA: gpu.terminator
+// MMA: memref.dealloc %[[KV]]
+// MMA: } else {
+// MMA-NOT: nvgpu
+// MMA: gpu.launch
+// MMA: return
+// MMA64: %[[T:.*]] = memref.dim %arg0, %c0
+// MMA64: arith.cmpi uge, %[[T]], %c64
+// Without a threshold (the default) and in a batch-invariant build the SIMT
+// kernels run for any number of tokens.
+// MMAOFF-LABEL: func.func private @dsf_attention_h4_d128_w16_k8_s3e000000
+// MMAOFF-NOT: nvgpu
+// MMAOFF: return
+// MMAINVARIANT-LABEL: func.func private @dsf_attention_h4_d128_w16_k8_s3e000000
+// MMAINVARIANT-NOT: nvgpu
+// MMAINVARIANT: return
+func.func private @dsf_attention_h4_d128_w16_k8_s3e000000(%q: memref<?x4x128xf32>, %win: memref<?x128xf32>,
+                                                         %cache: memref<?x128xf32>, %sel: memref<?x8xi32>,
+                                                         %sink: memref<4xf32>) -> memref<?x4x128xf32>
+    attributes {dsf.attention = {heads = 4 : i64, width = 128 : i64, window = 16 : i64, k = 8 : i64, scale = 0.125 : f32}} {
+  %c0 = arith.constant 0 : index
+  %t = memref.dim %q, %c0 : memref<?x4x128xf32>
+  %o = memref.alloc(%t) : memref<?x4x128xf32>
+  return %o : memref<?x4x128xf32>
 }
 
 // -----

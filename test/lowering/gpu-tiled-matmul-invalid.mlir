@@ -3,6 +3,8 @@
 // RUN: not dsf-opt %s --dsf-gpu-batched-contraction="math=int8" 2>&1 | FileCheck --check-prefix=CONTRACTION %s
 // RUN: not dsf-opt %s --dsf-gpu-tiled-matmul="min-blocks=-2" 2>&1 | FileCheck --check-prefix=BLOCKS %s
 // RUN: not dsf-opt %s --dsf-gpu-grouped-experts="min-rows-per-expert=-1" 2>&1 | FileCheck --check-prefix=SPREAD %s
+// RUN: not dsf-opt %s --dsf-gpu-sink-attention="math=tf16" 2>&1 | FileCheck --check-prefix=ATTENTION %s
+// RUN: not dsf-opt %s --dsf-gpu-sink-attention="math=bf16 mma-min-tokens=-1" 2>&1 | FileCheck --check-prefix=MMAMIN %s
 
 // The tiled kernels' arithmetic is f32, tf32, 3xtf32 or bf16; anything else is an
 // error naming the pass and the value.
@@ -11,7 +13,11 @@ module {
 }
 // EXPERTS: error: dsf-gpu-grouped-experts: unknown math 'fp8' (f32, tf32, 3xtf32 or bf16)
 // CONTRACTION: error: dsf-gpu-batched-contraction: unknown math 'int8' (f32, tf32, 3xtf32 or bf16)
+// ATTENTION: error: dsf-gpu-sink-attention: unknown math 'tf16' (f32, tf32, 3xtf32 or bf16)
 // The thresholds are counts: a negative one is an error naming the pass and
 // the value (unsigned comparisons would silently never take the tiles).
 // BLOCKS: error: dsf-gpu-tiled-matmul: min-blocks must be a count of tiles >= 0, not -2
 // SPREAD: error: dsf-gpu-grouped-experts: min-rows-per-expert must be a count of rows >= 0, not -1
+// The tensor-core attention's threshold is a count of tokens (0: never); a
+// negative one is an error naming the pass and the value.
+// MMAMIN: error: dsf-gpu-sink-attention: mma-min-tokens must be a count of tokens >= 0 (0: never), not -1

@@ -108,6 +108,12 @@ cl::opt<long> tileMinRowsPerExpert("tile-min-rows-per-expert",
                                    cl::desc("--target=cuda: the routed experts run as tiles from this many rows an "
                                             "expert on average (default 32), below as a warp per output"),
                                    cl::init(32), cl::cat(dsfCategory));
+cl::opt<long> attentionMmaMinTokens("attention-mma-min-tokens",
+                                    cl::desc("--target=cuda --tile-math=bf16: a call of this many tokens or more "
+                                             "runs its attention on the tensor cores (a block per token and group of "
+                                             "heads), fewer on the SIMT kernels; 0, the default: never (experimental: "
+                                             "fails the tiny V4's golden check)"),
+                                    cl::init(0), cl::cat(dsfCategory));
 cl::opt<bool> noCpAsync("no-cp-async",
                         cl::desc("--target=cuda --tile-math=bf16: stage the tiles' operands through registers "
                                  "rather than copying them by cp.async into a ring of shared-memory stages"),
@@ -183,6 +189,7 @@ int compileArtifact(mlir::ModuleOp module, const dsf::ModelConfig &config,
   cudaOptions.tileMinBlocks = tileMinBlocks;
   cudaOptions.tileMinRowsPerExpert = tileMinRowsPerExpert;
   cudaOptions.tileCpAsync = !noCpAsync;
+  cudaOptions.attentionMmaMinTokens = attentionMmaMinTokens;
   if (cuda && !cudaOptions.emitPtx && !llvm::sys::fs::exists(cudaToolkit + "/bin/ptxas"))
     return error("--target=cuda: no ptxas in " + cudaToolkit + "/bin (give the toolkit with --cuda-toolkit)");
   if (failed(mlir::applyPassManagerCLOptions(toLlvm)) ||
@@ -282,6 +289,11 @@ int main(int argc, char **argv) {
                  std::to_string(tileMinRowsPerExpert));
   if ((tileMinBlocks.getNumOccurrences() || tileMinRowsPerExpert.getNumOccurrences()) && target != "cuda")
     return error("--tile-min-blocks and --tile-min-rows-per-expert choose the kernels of --target=cuda");
+  if (attentionMmaMinTokens < 0)
+    return error("--attention-mma-min-tokens: expected a count of tokens >= 0 (0: never), not " +
+                 std::to_string(attentionMmaMinTokens));
+  if (attentionMmaMinTokens.getNumOccurrences() && (target != "cuda" || tileMath != "bf16"))
+    return error("--attention-mma-min-tokens chooses the attention kernels of --target=cuda --tile-math=bf16");
   if (noCpAsync && tileMath != "bf16")
     return error("--no-cp-async chooses how the bf16 tiles are staged: it needs --target=cuda --tile-math=bf16");
 
