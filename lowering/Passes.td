@@ -410,7 +410,7 @@ def GpuSinkAttention : Pass<"dsf-gpu-sink-attention", "::mlir::ModuleOp"> {
   let options = [Option<"batchInvariant", "batch-invariant", "bool", "false",
                         "One kernel (512 threads a block) for any number of tokens">,
                  Option<"math", "math", "std::string", "\"f32\"",
-                        "The tile math (f32, tf32, 3xtf32, bf16): with bf16 a prefill runs on the tensor cores">,
+                        "The tile math (f32, tf32, 3xtf32, bf16): with bf16 and mma-min-tokens >= 1 a prefill runs on the tensor cores">,
                  Option<"mmaMinTokens", "mma-min-tokens", "int64_t", "0",
                         "Tokens from which a bf16 build's attention takes the tensor-core kernel (0: never)">];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",

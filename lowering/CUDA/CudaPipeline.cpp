@@ -41,8 +41,9 @@ LogicalResult mlir::dsf::buildCudaPipelineFromLinalg(OpPassManager &pm, const Cu
   // (dsf-gpu-select-topk), each MoE router one kernel, a block per token
   // (dsf-gpu-route-experts), each sink attention over the band and the
   // selected entries one kernel, a block per (token, head), or with bf16
-  // tile math a prefill's a tensor-core kernel, a block per (token, group
-  // of heads) (dsf-gpu-sink-attention), the Sinkhorn rounds of other helpers one kernel
+  // tile math and --attention-mma-min-tokens (opt-in, experimental) a
+  // prefill's a tensor-core kernel, a block per (token, group of heads)
+  // (dsf-gpu-sink-attention), the Sinkhorn rounds of other helpers one kernel
   // (dsf-gpu-fuse-sinkhorn), constants and index computations sunk into each
   // launch before it is outlined (gpu-launch-sink-index-computations:
   // canonicalize hoists them to the host function, and the outlined kernels

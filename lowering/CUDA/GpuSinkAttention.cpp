@@ -446,7 +446,7 @@ struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
           /*withElse=*/true);
       OpBuilder prefill = many.getThenBodyBuilder(), few = many.getElseBodyBuilder();
       buildSinkAttentionMma(prefill, loc, SinkAttentionMma{a.heads, a.width, a.window, a.k, a.scale, q, window, cache,
-                                                           selection, sink, out});
+                                                           selection, sink, out, tokens, rows, entries});
       buildSimt(few);
     } else {
       buildSimt(b);

@@ -45,6 +45,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "lowering/CUDA/SinkAttentionMma.h"
+#include "lowering/CUDA/TiledKernels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -119,15 +120,13 @@ void buildSinkAttentionMma(OpBuilder &b, Location loc, const SinkAttentionMma &a
   };
 
   // 1. The rows in bf16.
-  Value tokens = memref::DimOp::create(b, loc, a.queries, c(b, 0));
-  Value rows = memref::DimOp::create(b, loc, a.windowRows, c(b, 0));
-  Value entries = a.k ? memref::DimOp::create(b, loc, a.cacheRows, c(b, 0)).getResult() : c(b, 0);
-  Value kvRows = add(b, rows, entries);
+  Value tokens = a.tokens, rows = a.rows, entries = a.k ? a.entries : c(b, 0);
+  Value kvRows = a.k ? add(b, rows, entries) : rows;
   Value kv = memref::AllocOp::create(b, loc, MemRefType::get({ShapedType::kDynamic, D}, bf16), ValueRange{kvRows});
   {
     const int64_t perRow = D / kConvertLanes;
     Value quads = mul(b, kvRows, c(b, perRow));
-    Value blocks = arith::DivUIOp::create(b, loc, add(b, quads, c(b, kThreads - 1)), c(b, kThreads));
+    Value blocks = ceilDiv(b, loc, quads, kThreads);
     Value one = c(b, 1);
     auto launch = gpu::LaunchOp::create(b, loc, blocks, one, one, c(b, kThreads), one, one);
     OpBuilder k = OpBuilder::atBlockEnd(&launch.getBody().front());

@@ -26,6 +26,8 @@ struct SinkAttentionMma {
   /// k > 0 cache [entries, width] f32 and selection [tokens, k] i32 (-1:
   /// none), sink [heads] f32; out [tokens, heads, width] f32 (allocated).
   Value queries, windowRows, cacheRows, selection, sink, out;
+  /// Their dimensions, as the helper computed them (entries: with k > 0).
+  Value tokens, rows, entries;
 };
 
 /// Whether the tensor-core kernel takes these sizes: widths a multiple of

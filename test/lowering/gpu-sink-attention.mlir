@@ -131,11 +131,10 @@ func.func private @dsf_attention_h1_d640_w3_k0_s3f800000(%q: memref<?x1x640xf32>
 // CHECK: return
 // MMA-LABEL: func.func private @dsf_attention_h4_d128_w16_k8_s3e000000
 // MMA: %[[T:.*]] = memref.dim %arg0, %c0
-// MMA: %[[MANY:.*]] = arith.cmpi uge, %[[T]], %c16
-// MMA: scf.if %[[MANY]] {
-// MMA: %[[MT:.*]] = memref.dim %arg0
 // MMA: %[[ROWS:.*]] = memref.dim %arg1
 // MMA: %[[ENTRIES:.*]] = memref.dim %arg2
+// MMA: %[[MANY:.*]] = arith.cmpi uge, %[[T]], %c16
+// MMA: scf.if %[[MANY]] {
 // MMA: %[[KVROWS:.*]] = arith.addi %[[ROWS]], %[[ENTRIES]]
 // MMA: %[[KV:.*]] = memref.alloc(%[[KVROWS]]) : memref<?x128xbf16>
 // MMA: gpu.launch
@@ -144,7 +143,7 @@ func.func private @dsf_attention_h1_d640_w3_k0_s3f800000(%q: memref<?x1x640xf32>
 // MMA: arith.truncf %{{.*}} : vector<4xf32> to vector<4xbf16>
 // MMA: vector.store %{{.*}}, %[[KV]]
 // MMA: gpu.terminator
-// MMA: gpu.launch blocks(%[[TOK:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[MT]], %{{.*}} = %c1{{(_[0-9]+)?}}, {{.*}} threads({{.*}}) in (%{{.*}} = %c256{{.*}} dynamic_shared_memory_size
+// MMA: gpu.launch blocks(%[[TOK:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[T]], %{{.*}} = %c1{{(_[0-9]+)?}}, {{.*}} threads({{.*}}) in (%{{.*}} = %c256{{.*}} dynamic_shared_memory_size
 // MMA: gpu.dynamic_shared_memory
 // MMA: memref.load %arg3[%[[TOK]], %{{.*}}] : memref<?x8xi32>
 // MMA-COUNT-4: nvgpu.device_async_copy %[[KV]]
