@@ -1,0 +1,208 @@
+"""Runs one sink attention helper's tensor-core kernels (dsf-gpu-sink-attention
+with math=bf16 and mma-min-tokens >= 1: the rows-to-bf16 conversion, then the
+attention) straight from dsf-compile --emit=ptx output on the GPU, on fresh
+random inputs, and compares them with NumPy: the same math with the
+queries, the rows and the probabilities rounded to bf16 as the kernel rounds
+them (to nearest even), and in float64.
+
+usage: attention_kernel_check.py KERNELS.ptx HELPER [--seed N] [--max-rel R]
+  HELPER: the helper's name, e.g. dsf_attention_h4_d128_w8_k8_s3db504f3
+  (heads, width, window, k, the scale's f32 bits); its kernels are HELPER
+  followed by the attention op's kernel names ..._0 (conversion) and ..._1.
+
+Only libcuda (ctypes) and NumPy: no CUDA toolkit, no PyTorch. The kernels'
+parameters are the outlined launches' captured values in the order
+gpu-kernel-outlining gives them (first use), memrefs expanded to their
+descriptors (allocated, aligned, offset, sizes, strides); the script checks
+the parameter counts it expects and says so when the lowering changed them.
+Exit 1 when a case's worst relative error (per token and head, against the
+bf16-rounded reference) passes --max-rel or any output is not finite."""
+import ctypes
+import re
+import sys
+
+import numpy as np
+
+
+def fail(message):
+    print("attention_kernel_check: " + message, file=sys.stderr)
+    sys.exit(1)
+
+
+def option(name, default):
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
+
+
+if len(sys.argv) < 3:
+    fail("usage: attention_kernel_check.py KERNELS.ptx HELPER [--seed N] [--max-rel R]")
+ptx_path, helper = sys.argv[1], sys.argv[2]
+seed, max_rel = int(option("--seed", "1")), float(option("--max-rel", "1e-2"))
+shape = re.fullmatch(r"dsf_attention_h(\d+)_d(\d+)_w(\d+)_k(\d+)_s([0-9a-f]{8})", helper)
+if not shape:
+    fail(f"{helper}: not a sink attention helper's name (dsf_attention_hH_dD_wW_kK_sSCALE)")
+H, D, W, K = (int(shape.group(i)) for i in range(1, 5))
+scale = np.frombuffer(int(shape.group(5), 16).to_bytes(4, "little"), np.float32)[0]
+
+text = open(ptx_path).read()
+header = re.search(r"\.version [^\n]*\n\.target [^\n]*\n\.address_size 64\n", text)
+if not header:
+    fail(f"{ptx_path}: no PTX header (.version, .target, .address_size)")
+
+
+def entry(name):
+    start = text.find(".visible .entry " + name + "(")
+    if start < 0:
+        fail(f"{ptx_path}: no kernel {name} (was it built with --tile-math=bf16 --attention-mma-min-tokens?)")
+    end = text.find("\n}\n", start)
+    body = text[start:end + 3]
+    return body, len(re.findall(r"\.param \.u64", body[:body.find(")")]))
+
+
+kernels = [k for k in sorted(set(re.findall(r"\.entry (" + re.escape(helper) + r"__\w+_\d+)\(", text)))
+           if "ldmatrix" in entry(k)[0] or "cvt.rn.bf16x2" in entry(k)[0]]
+attention = [k for k in kernels if "ldmatrix" in entry(k)[0]]
+if len(attention) != 1:
+    fail(f"{ptx_path}: expected one tensor-core attention kernel of {helper}, found {len(attention)}")
+convert = attention[0][:attention[0].rfind("_")] + "_" + str(int(attention[0][attention[0].rfind("_") + 1:]) - 1)
+if convert not in kernels:
+    fail(f"{ptx_path}: no conversion kernel {convert} before {attention[0]}")
+module_text = header.group(0) + entry(convert)[0] + entry(attention[0])[0]
+
+cu = ctypes.CDLL("libcuda.so.1")
+
+
+def check(r, what):
+    if r != 0:
+        name = ctypes.c_char_p()
+        cu.cuGetErrorName(r, ctypes.byref(name))
+        fail(f"{what}: {name.value.decode() if name.value else r}")
+
+
+check(cu.cuInit(0), "cuInit")
+device, context, module = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_void_p()
+check(cu.cuDeviceGet(ctypes.byref(device), 0), "cuDeviceGet")
+check(cu.cuDevicePrimaryCtxRetain(ctypes.byref(context), device), "cuDevicePrimaryCtxRetain")
+check(cu.cuCtxSetCurrent(context), "cuCtxSetCurrent")
+check(cu.cuModuleLoadData(ctypes.byref(module), (module_text + "\0").encode()), "cuModuleLoadData")
+cu.cuMemAlloc_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
+cu.cuMemcpyHtoD_v2.argtypes = [ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t]
+cu.cuMemcpyDtoH_v2.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t]
+
+
+class Buffer:
+    def __init__(self, array):
+        self.array = np.ascontiguousarray(array)
+        self.ptr = ctypes.c_uint64()
+        check(cu.cuMemAlloc_v2(ctypes.byref(self.ptr), max(self.array.nbytes, 1)), "cuMemAlloc")
+        check(cu.cuMemcpyHtoD_v2(self.ptr.value, self.array.ctypes.data, self.array.nbytes), "cuMemcpyHtoD")
+
+    def desc(self):
+        strides = [s // self.array.itemsize for s in self.array.strides]
+        return [self.ptr.value, self.ptr.value, 0] + list(self.array.shape) + strides
+
+    def read(self):
+        out = np.empty_like(self.array)
+        check(cu.cuMemcpyDtoH_v2(out.ctypes.data, self.ptr.value, out.nbytes), "cuMemcpyDtoH")
+        return out
+
+
+def launch(name, grid, threads, shared, params, expected):
+    if entry(name)[1] != expected:
+        fail(f"{name}: {entry(name)[1]} parameters, this script passes {expected} (did the lowering's captures change?)")
+    function = ctypes.c_void_p()
+    check(cu.cuModuleGetFunction(ctypes.byref(function), module, name.encode()), "cuModuleGetFunction " + name)
+    if shared > 48 * 1024:
+        check(cu.cuFuncSetAttribute(function, 8, shared), "cuFuncSetAttribute " + name)  # max dynamic shared bytes
+    values = [ctypes.c_uint64(int(p)) for p in params]
+    pointers = (ctypes.c_void_p * len(values))(*[ctypes.cast(ctypes.byref(v), ctypes.c_void_p) for v in values])
+    check(cu.cuLaunchKernel(function, grid[0], grid[1], 1, threads, 1, 1, shared, None, pointers, None), "launch " + name)
+    check(cu.cuCtxSynchronize(), name)
+
+
+def bf16(x):
+    """float32 -> bf16 (to nearest even) -> float64; finite inputs."""
+    u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    u = ((u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000).astype(np.uint32)
+    return u.view(np.float32).astype(np.float64)
+
+
+def shared_bytes():
+    """SinkAttentionMma.cpp's dynamic shared memory for these sizes."""
+    hb = 16 if H <= 16 else 32 if H <= 32 else 64
+    col_groups = 8 // (2 if hb >= 32 else 1)
+    parts = [hb * (D + 8) * 2, 2 * 64 * (D + 8) * 2, hb * 72 * 2, 2 * 64 * 4, col_groups * hb * 4,
+             col_groups * hb * 4, 2 * hb * 4, hb * 4]
+    at = 0
+    for p in parts:
+        at = (at + p + 15) // 16 * 16
+    return at, hb
+
+
+def reference(q, rows, cache, selection, sink, emulate):
+    """out[t, h] = softmax over (the token's band rows, its selected entries,
+    the sink) of q k^T scale, times the rows (one KV head: keys = values)."""
+    T, off = q.shape[0], rows.shape[0] - q.shape[0]
+    qq, rr = (bf16(q), bf16(rows)) if emulate else (q.astype(np.float64), rows.astype(np.float64))
+    cc = None if cache is None else (bf16(cache) if emulate else cache.astype(np.float64))
+    out = np.zeros((T, H, D))
+    for t in range(T):
+        cols = [rr[off + t + c - (W - 1)] for c in range(W) if off + t + c - (W - 1) >= 0]
+        if cc is not None:
+            cols += [cc[e] for e in selection[t] if 0 <= e < cc.shape[0]]
+        kv = np.stack(cols)
+        logits = qq[t] @ kv.T * float(scale)
+        m = np.maximum(logits.max(1), sink)
+        p = np.exp(logits - m[:, None])
+        denominator = p.sum(1) + np.exp(sink - m)
+        out[t] = ((bf16(p) if emulate else p) @ kv) / denominator[:, None]
+    return out
+
+
+def case(tokens, earlier, entries, rng):
+    """`tokens` queries whose window holds `earlier` rows before them."""
+    rows_n = tokens + earlier
+    q = (rng.standard_normal((tokens, H, D)) * 2).astype(np.float32)
+    rows = rng.standard_normal((rows_n, D)).astype(np.float32)
+    sink = rng.standard_normal(H).astype(np.float32)
+    bq, brows, bsink = Buffer(q), Buffer(rows), Buffer(sink)
+    out = Buffer(np.full((tokens, H, D), np.nan, np.float32))
+    shared, hb = shared_bytes()
+    groups = (H + hb - 1) // hb
+    cache = selection = None
+    if K == 0:
+        kv = Buffer(np.zeros((rows_n, D), np.uint16))
+        quads = rows_n * D // 4
+        launch(convert, ((quads + 255) // 256, 1), 256, 0, [quads] + brows.desc() + kv.desc(), 15)
+        launch(attention[0], (tokens, groups), 256, shared,
+               bq.desc() + [rows_n] + kv.desc() + bsink.desc() + out.desc(), 31)
+    else:
+        cache = rng.standard_normal((entries, D)).astype(np.float32)
+        # Entries -1 (none) and out-of-range ones are no column.
+        selection = rng.integers(-1, entries + 1, size=(tokens, K)).astype(np.int32)
+        bcache, bselection = Buffer(cache), Buffer(selection)
+        kv = Buffer(np.zeros((rows_n + entries, D), np.uint16))
+        quads = (rows_n + entries) * D // 4
+        launch(convert, ((quads + 255) // 256, 1), 256, 0, brows.desc() + [quads] + bcache.desc() + kv.desc(), 22)
+        launch(attention[0], (tokens, groups), 256, shared,
+               bq.desc() + [rows_n] + bselection.desc() + [entries] + kv.desc() + bsink.desc() + out.desc(), 39)
+    got = out.read().astype(np.float64)
+    converted = (kv.read().astype(np.uint32) << 16).view(np.float32)
+    expected_rows = rows if cache is None else np.concatenate([rows, cache])
+    worst = {}
+    for emulate in (True, False):
+        ref = reference(q, rows, cache, selection, sink, emulate)
+        err = np.linalg.norm(got - ref, axis=2) / np.linalg.norm(ref, axis=2)
+        worst[emulate] = (np.nan if not np.all(np.isfinite(got)) else err.max(), err)
+    ok = np.array_equal(converted, bf16(expected_rows).astype(np.float32)) and worst[True][0] <= max_rel
+    bad = np.argwhere(worst[True][1] > max_rel)
+    print(f"{helper} tokens {tokens} earlier {earlier} entries {entries}: against bf16-rounded NumPy "
+          f"{worst[True][0]:.3e}, against float64 {worst[False][0]:.3e}, rows to bf16 "
+          f"{'exact' if np.array_equal(converted, bf16(expected_rows).astype(np.float32)) else 'WRONG'}"
+          + ("" if ok else f" FAILED ({len(bad)} (token, head) pairs over {max_rel}, first {bad[:4].tolist()})"))
+    return ok
+
+
+rng = np.random.default_rng(seed)
+results = [case(t, e, n, rng) for (t, e, n) in ((16, 0, 4), (40, 0, 10), (37, 5, 9), (130, 3, 70), (300, 0, 600))]
+print(f"{sum(results)} passed, {len(results) - sum(results)} failed")
+sys.exit(0 if all(results) else 1)
