@@ -1,12 +1,20 @@
 """The cache formats of MODEL.md, bit-exact, in NumPy (fp32 arithmetic):
 FP8 E4M3 with a UE8M0 scale per 32, MXFP4 (E2M1, UE8M0 per 32), NVFP4 (E2M1,
 E4M3 per 16; the E4M3 scale saturates at 448). `quantize` returns the stored codes and scale bytes; `roundtrip`
-the dequantized values the model computes with."""
+the dequantized values the model computes with; `bf16_rne` the bf16 rounding
+of the GPU's bf16 weights and tile math."""
 import numpy as np
 
 f32 = np.float32
 E2M1_GRID = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6], f32)
 E2M1_MID = (E2M1_GRID[1:] + E2M1_GRID[:-1]) / 2          # 0.25 0.75 1.25 1.75 2.5 3.5 5
+
+
+def bf16_rne(x):
+    """Round fp32 values to bf16 (ties to even), kept as fp32; finite inputs."""
+    bits = np.asarray(x, f32).view(np.uint32).astype(np.uint64)
+    bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+    return bits.astype(np.uint32).view(f32)
 
 
 def e4m3_rne(x):

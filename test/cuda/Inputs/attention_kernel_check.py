@@ -18,10 +18,14 @@ the parameter counts it expects and says so when the lowering changed them.
 Exit 1 when a case's worst relative error (per token and head, against the
 bf16-rounded reference) passes --max-rel or any output is not finite."""
 import ctypes
+import os
 import re
 import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "reference"))
+import codecs_np  # noqa: E402
 
 
 def fail(message):
@@ -49,24 +53,22 @@ if not header:
     fail(f"{ptx_path}: no PTX header (.version, .target, .address_size)")
 
 
-def entry(name):
-    start = text.find(".visible .entry " + name + "(")
-    if start < 0:
-        fail(f"{ptx_path}: no kernel {name} (was it built with --tile-math=bf16 --attention-mma-min-tokens?)")
-    end = text.find("\n}\n", start)
-    body = text[start:end + 3]
-    return body, len(re.findall(r"\.param \.u64", body[:body.find(")")]))
-
-
-kernels = [k for k in sorted(set(re.findall(r"\.entry (" + re.escape(helper) + r"__\w+_\d+)\(", text)))
-           if "ldmatrix" in entry(k)[0] or "cvt.rn.bf16x2" in entry(k)[0]]
-attention = [k for k in kernels if "ldmatrix" in entry(k)[0]]
-if len(attention) != 1:
-    fail(f"{ptx_path}: expected one tensor-core attention kernel of {helper}, found {len(attention)}")
-convert = attention[0][:attention[0].rfind("_")] + "_" + str(int(attention[0][attention[0].rfind("_") + 1:]) - 1)
-if convert not in kernels:
-    fail(f"{ptx_path}: no conversion kernel {convert} before {attention[0]}")
-module_text = header.group(0) + entry(convert)[0] + entry(attention[0])[0]
+# The helper's kernels, each its text and its count of parameters.
+kernels = {}
+for match in re.finditer(r"\.visible \.entry (" + re.escape(helper) + r"__\w+_(\d+))\(", text):
+    body = text[match.start():text.find("\n}\n", match.start()) + 3]
+    kernels[match.group(1)] = (body, body[:body.find(")")].count(".param .u64"))
+tensor_core = [name for name, (body, _) in kernels.items() if "ldmatrix" in body]
+if len(tensor_core) != 1:
+    fail(f"{ptx_path}: expected one tensor-core attention kernel of {helper}, found {len(tensor_core)}"
+         " (was it built with --tile-math=bf16 --attention-mma-min-tokens?)")
+attention = tensor_core[0]
+# The conversion is the launch before the attention's.
+stem, index = attention.rsplit("_", 1)
+convert = f"{stem}_{int(index) - 1}"
+if convert not in kernels or "cvt.rn.bf16x2" not in kernels[convert][0]:
+    fail(f"{ptx_path}: no conversion kernel {convert} before {attention}")
+module_text = header.group(0) + kernels[convert][0] + kernels[attention][0]
 
 cu = ctypes.CDLL("libcuda.so.1")
 
@@ -107,8 +109,8 @@ class Buffer:
 
 
 def launch(name, grid, threads, shared, params, expected):
-    if entry(name)[1] != expected:
-        fail(f"{name}: {entry(name)[1]} parameters, this script passes {expected} (did the lowering's captures change?)")
+    if kernels[name][1] != expected:
+        fail(f"{name}: {kernels[name][1]} parameters, this script passes {expected} (did the lowering's captures change?)")
     function = ctypes.c_void_p()
     check(cu.cuModuleGetFunction(ctypes.byref(function), module, name.encode()), "cuModuleGetFunction " + name)
     if shared > 48 * 1024:
@@ -120,10 +122,8 @@ def launch(name, grid, threads, shared, params, expected):
 
 
 def bf16(x):
-    """float32 -> bf16 (to nearest even) -> float64; finite inputs."""
-    u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
-    u = ((u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000).astype(np.uint32)
-    return u.view(np.float32).astype(np.float64)
+    """float32 -> bf16 (to nearest even) -> float64."""
+    return codecs_np.bf16_rne(x).astype(np.float64)
 
 
 def shared_bytes():
@@ -173,7 +173,7 @@ def case(tokens, earlier, entries, rng):
         kv = Buffer(np.zeros((rows_n, D), np.uint16))
         quads = rows_n * D // 4
         launch(convert, ((quads + 255) // 256, 1), 256, 0, [quads] + brows.desc() + kv.desc(), 15)
-        launch(attention[0], (tokens, groups), 256, shared,
+        launch(attention, (tokens, groups), 256, shared,
                bq.desc() + [rows_n] + kv.desc() + bsink.desc() + out.desc(), 31)
     else:
         cache = rng.standard_normal((entries, D)).astype(np.float32)
@@ -183,21 +183,22 @@ def case(tokens, earlier, entries, rng):
         kv = Buffer(np.zeros((rows_n + entries, D), np.uint16))
         quads = (rows_n + entries) * D // 4
         launch(convert, ((quads + 255) // 256, 1), 256, 0, brows.desc() + [quads] + bcache.desc() + kv.desc(), 22)
-        launch(attention[0], (tokens, groups), 256, shared,
+        launch(attention, (tokens, groups), 256, shared,
                bq.desc() + [rows_n] + bselection.desc() + [entries] + kv.desc() + bsink.desc() + out.desc(), 39)
     got = out.read().astype(np.float64)
     converted = (kv.read().astype(np.uint32) << 16).view(np.float32)
-    expected_rows = rows if cache is None else np.concatenate([rows, cache])
-    worst = {}
+    rows_exact = np.array_equal(converted, codecs_np.bf16_rne(rows if cache is None else np.concatenate([rows, cache])))
+    finite = np.all(np.isfinite(got))
+    errors = []
     for emulate in (True, False):
         ref = reference(q, rows, cache, selection, sink, emulate)
-        err = np.linalg.norm(got - ref, axis=2) / np.linalg.norm(ref, axis=2)
-        worst[emulate] = (np.nan if not np.all(np.isfinite(got)) else err.max(), err)
-    ok = np.array_equal(converted, bf16(expected_rows).astype(np.float32)) and worst[True][0] <= max_rel
-    bad = np.argwhere(worst[True][1] > max_rel)
+        errors.append(np.linalg.norm(got - ref, axis=2) / np.linalg.norm(ref, axis=2))
+    worst = errors[0].max() if finite else np.nan
+    ok = rows_exact and worst <= max_rel
+    bad = np.argwhere(~(errors[0] <= max_rel))
     print(f"{helper} tokens {tokens} earlier {earlier} entries {entries}: against bf16-rounded NumPy "
-          f"{worst[True][0]:.3e}, against float64 {worst[False][0]:.3e}, rows to bf16 "
-          f"{'exact' if np.array_equal(converted, bf16(expected_rows).astype(np.float32)) else 'WRONG'}"
+          f"{worst:.3e}, against float64 {errors[1].max() if finite else np.nan:.3e}, rows to bf16 "
+          f"{'exact' if rows_exact else 'WRONG'}"
           + ("" if ok else f" FAILED ({len(bad)} (token, head) pairs over {max_rel}, first {bad[:4].tolist()})"))
     return ok
 

@@ -12,13 +12,7 @@ sys.path.insert(0, os.path.join(here, "..", "..", "reference"))
 sys.path.insert(0, os.path.join(here, "..", "..", "..", "tools", "scripts"))
 import dsfa_tool  # noqa: E402
 import safetensors_io  # noqa: E402
-
-
-def round_bf16(v):
-    bits = v.view(np.uint32).astype(np.uint64)
-    bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
-    return bits.astype(np.uint32).view(np.float32)
-
+from codecs_np import bf16_rne as round_bf16  # noqa: E402
 
 artifact, source, out = sys.argv[1:4]
 bf16 = set()
