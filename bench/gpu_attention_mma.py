@@ -8,9 +8,9 @@ math on the same GPU?
   python3 bench/gpu_attention_mma.py DSF_RUN OUT.md MMA.dsfa SIMT.dsfa [CONTEXT] [--parts=...]
 
 MMA.dsfa and SIMT.dsfa are bench/configs/deepseek-v4.1-shaped-8e-5l built with
---tile-math=bf16, the first with --attention-mma-min-tokens=16 (the opt-in,
-experimental tensor-core attention; the second the default, every attention
-on the SIMT kernels). This runs bench/gpu_build_ab.py on the two
+--tile-math=bf16, the first with --attention-mma-min-tokens=16 (the
+tensor-core attention, a bf16 build's default), the second with
+--attention-mma-min-tokens=0 (every attention on the SIMT kernels). This runs bench/gpu_build_ab.py on the two
 (the same random weights; the logits of a 64-token prompt, the prefill and
 decode times, the per-op profile; parts as given, default numbers,profile)
 and then, from the profiles it leaves in its work folder, each attention

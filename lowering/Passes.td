@@ -393,11 +393,12 @@ def GpuSinkAttention : Pass<"dsf-gpu-sink-attention", "::mlir::ModuleOp"> {
     number of tokens. Widths that are not a multiple of 32 or above 4,096
     stay as they are; a helper whose signature is not its shape's is an error.
 
-    With `math=bf16` and `mma-min-tokens` N >= 1 (0, the default: never;
-    not batch-invariant) the sequence helper of a width that is a multiple
-    of 128 up to 512 runs a call of N tokens or more (a prefill's) on the
-    tensor cores — experimental: it fails the tiny V4's golden check
-    (bench/results/gpu-attention-mma.md) — the
+    With `mma-min-tokens` N >= 1 (0, the default: never; not
+    batch-invariant) the sequence helper of a width that is a multiple of
+    128 up to 512 runs a call of N tokens or more (a prefill's) on the
+    tensor cores, its queries, rows and probabilities in bf16 and its sums
+    in f32 whatever the projections' tile math (dsf-compile turns it on for
+    --tile-math=bf16 builds; bench/results/gpu-attention-mma.md) — the
     rows in bf16 into one buffer (a kernel), then a block of 8 warps per
     (token, group of 16/32/64 heads) — every head reads the same rows (one
     KV head), so a block that holds all of them reads each row once — the
@@ -409,10 +410,8 @@ def GpuSinkAttention : Pass<"dsf-gpu-sink-attention", "::mlir::ModuleOp"> {
   }];
   let options = [Option<"batchInvariant", "batch-invariant", "bool", "false",
                         "One kernel (512 threads a block) for any number of tokens">,
-                 Option<"math", "math", "std::string", "\"f32\"",
-                        "The tile math (f32, tf32, 3xtf32, bf16): with bf16 and mma-min-tokens >= 1 a prefill runs on the tensor cores">,
                  Option<"mmaMinTokens", "mma-min-tokens", "int64_t", "0",
-                        "Tokens from which a bf16 build's attention takes the tensor-core kernel (0: never)">];
+                        "Tokens from which a call's attention takes the bf16 tensor-core kernel (0: never)">];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",
                            "::mlir::LLVM::LLVMDialect", "::mlir::vector::VectorDialect", "::mlir::nvgpu::NVGPUDialect"];

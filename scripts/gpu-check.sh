@@ -57,12 +57,14 @@ prepare)
   # sequence, so the same logits bit for bit.
   build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cuda $BF16 --no-cp-async -o $G/cuda-bf16regs.dsfa
   build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cuda $BF16 --no-cp-async -o $G/v4small-cuda-bf16regs.dsfa
-  # The same builds with a prefill's attention on the tensor cores (opt-in,
-  # experimental): its own error against the SIMT attention.
-  MMA_ATTENTION="--attention-mma-min-tokens=16"
-  build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cuda $BF16 $MMA_ATTENTION -o $G/cuda-bf16-mma-attention.dsfa
-  build/bin/dsf-compile models/deepseek-v4-tiny --no-kv-quant --target=cuda $BF16 $MMA_ATTENTION -o $G/v4cuda-bf16-mma-attention.dsfa
-  build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cuda $BF16 $MMA_ATTENTION -o $G/v4small-cuda-bf16-mma-attention.dsfa
+  # The same builds with the prefill's attention on the SIMT kernels (f32;
+  # the bf16 builds' default is the tensor-core attention), and the tiny V4
+  # with f32 projections and the tensor-core attention: each rounding alone.
+  SIMT_ATTENTION="--attention-mma-min-tokens=0"
+  build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cuda $BF16 $SIMT_ATTENTION -o $G/cuda-bf16-simt-attention.dsfa
+  build/bin/dsf-compile models/deepseek-v4-tiny --no-kv-quant --target=cuda $BF16 $SIMT_ATTENTION -o $G/v4cuda-bf16-simt-attention.dsfa
+  build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cuda $BF16 $SIMT_ATTENTION -o $G/v4small-cuda-bf16-simt-attention.dsfa
+  build/bin/dsf-compile models/deepseek-v4-tiny --no-kv-quant --target=cuda --no-batch-decode --attention-mma-min-tokens=16 -o $G/v4cuda-mma-attention.dsfa
   fi
   if [[ "${2:-}" != quick ]]; then
   # The tiny V4.1 declared bf16 (its weights bound as bf16 and widened in the
@@ -205,29 +207,47 @@ PY
   fi
   # bf16 operands (--tile-math=bf16): every tiled product's activations
   # rounded to bf16 (8 bits of mantissa: 2^-9 relative each), the weights
-  # exact (the random and golden weights here are bf16 values), sums in f32.
-  # The tiny V4 (transformers' golden weights) stays at 1.4e-2 and 39/40
-  # (2026-12-02 on the H200), held to 3e-2 and 95 %. The random-weight tiny
-  # V4.1 and small V4 amplify any rounding as tf32 does (8.7e-2 on the small
-  # V4 at 10 bits, bench/results/gpu-tile-math.md; bf16 has 4 times its
-  # unit roundoff): 0.28-0.31 and 64-68 % argmax
+  # exact (the random and golden weights here are bf16 values), sums in f32;
+  # and by default a prefill's attention on the tensor cores (queries, rows
+  # and probabilities in bf16, sums in f32). The random-weight tiny V4.1 and
+  # small V4 amplify any rounding as tf32 does (8.7e-2 on the small V4 at 10
+  # bits, bench/results/gpu-tile-math.md; bf16 has 4 times its unit
+  # roundoff): 0.28-0.31 and 64-68 % argmax with the SIMT attention
   # (bench/results/gpu-long-prefill.md), so they are held, as tf32 is, to
   # what a correct kernel gives and a wrong fragment layout or pairing
   # cannot (an unrelated function: relative error near 1 or more, argmax at
   # chance): 0.5 and 60 %.
+  # The tiny V4 (transformers' golden weights) takes each rounding alone
+  # within a tight bound: the bf16 projections with the SIMT attention 1.4e-2
+  # and 39/40, held to 3e-2 and 95 %; the f32 projections with the
+  # tensor-core attention 5.9e-3 and 39-40/40 (2026-12-03), which is what
+  # NumPy gives rounding the reference's attention the same way (6.0e-3),
+  # held to 1e-2 and 97 %. Both together flip routing choices the reference
+  # makes by a hair (the top-2 of 8 experts: its margin 6.1e-4 at row 5 of
+  # the second prompt, where the error starts), after which a row's logits
+  # move by O(1): 1.6e-1 and 33/40 on that prompt (bench/results/
+  # gpu-attention-mma.md), held to 2.5e-1 and 80 %; the tight checks are
+  # the two above and the kernel's own (test/cuda/attention-kernel.test).
   if have cuda-bf16.dsfa v4cuda-bf16.dsfa v4small-cuda-bf16.dsfa; then
     for r in 0 1; do
       $R $G/cuda-bf16.dsfa --weights $G/weights.safetensors --prompt-ids @/tmp/ids$r --dump-logits $OUT/bf16mma-$r.logits
       $C $OUT/bf16mma-$r.logits --against $OUT/cpu$r.logits --max-rel 0.5 --min-argmax 60 || true
     done
     $R $G/v4cuda-bf16.dsfa --weights test/golden/v4-tiny/weights.safetensors --prompt-ids @/tmp/v4ids1 --dump-logits $OUT/v4bf16mma.logits
-    $C $OUT/v4bf16mma.logits --golden test/golden/v4-tiny/io.safetensors --key logits_selective --row 1 --max-rel 3e-2 --min-argmax 95 || true
+    $C $OUT/v4bf16mma.logits --golden test/golden/v4-tiny/io.safetensors --key logits_selective --row 1 --max-rel 2.5e-1 --min-argmax 80 || true
     $R $G/v4small-cuda-bf16.dsfa --weights $OUT/small.safetensors --prompt-ids @/tmp/small-ids --dump-logits $OUT/small-bf16mma.logits
     $C $OUT/small-bf16mma.logits --against $OUT/small-cpu.logits --max-rel 0.5 --min-argmax 60 || true
+    # A decode (the SIMT attention) after a tensor-core prefill.
+    $R $G/v4small-cuda-bf16.dsfa --weights $OUT/small.safetensors --prompt-ids @/tmp/small-pre --then-ids @/tmp/small-rest --dump-logits $OUT/small-bf16mmadec.logits
+    $C $OUT/small-bf16mmadec.logits --against $OUT/small-cpu.logits --max-rel 0.5 --min-argmax 60 || true
     compute-sanitizer --tool memcheck --print-limit 5 $R $G/v4small-cuda-bf16.dsfa --weights $OUT/small.safetensors \
       --prompt-ids @/tmp/small-ids --max-new-tokens 2 | tail -1
     compute-sanitizer --tool racecheck --print-limit 5 $R $G/v4small-cuda-bf16.dsfa --weights $OUT/small.safetensors \
       --prompt-ids @/tmp/small-ids | tail -1
+    compute-sanitizer --tool memcheck --print-limit 5 $R $G/cuda-bf16.dsfa --weights $G/weights.safetensors \
+      --prompt-ids @/tmp/ids1 --max-new-tokens 2 | tail -1
+    compute-sanitizer --tool racecheck --print-limit 5 $R $G/cuda-bf16.dsfa --weights $G/weights.safetensors \
+      --prompt-ids @/tmp/ids1 | tail -1
   fi
   # The cp.async ring (the default) against the register-staged tiles: the
   # prefills' logits bit for bit.
@@ -237,34 +257,21 @@ PY
     $R $G/v4small-cuda-bf16regs.dsfa --weights $OUT/small.safetensors --prompt-ids @/tmp/small-ids --dump-logits $OUT/small-bf16regs.logits
     $C $OUT/small-bf16mma.logits --against $OUT/small-bf16regs.logits --exact || true
   fi
-  # The prefill attention on the tensor cores (--attention-mma-min-tokens,
-  # opt-in: queries, rows and probabilities in bf16, sums in f32) against
-  # the same bf16 builds' SIMT attention (f32): the tiny V4 on transformers'
-  # golden weights against the golden logits with the bf16 builds'
-  # tolerance (3e-2, 95 %). KNOWN TO FAIL (2026-12-03): 1.585e-01, 33/40,
-  # rows 0-4 at 8e-3 to 1.9e-2, then errors of 0.1-0.6 from row 5 (the SIMT attention:
-  # 1.41e-2 on every row; NumPy rounding the reference's attention to bf16
-  # the same way: 6.0e-3), deterministic, no race, no uninitialized read
-  # (compute-sanitizer racecheck / initcheck / synccheck):
-  # bench/results/gpu-attention-mma.md. The random-weight tiny V4.1 and
-  # small V4 against their SIMT builds (0.5, 60 %: they amplify any
-  # rounding), the small V4's decode (SIMT) after a tensor-core prefill, and
-  # memcheck / racecheck on the tiny V4.1.
-  if have cuda-bf16-mma-attention.dsfa v4cuda-bf16-mma-attention.dsfa v4small-cuda-bf16-mma-attention.dsfa cuda-bf16.dsfa v4cuda-bf16.dsfa v4small-cuda-bf16.dsfa; then
-    $R $G/v4cuda-bf16-mma-attention.dsfa --weights test/golden/v4-tiny/weights.safetensors --prompt-ids @/tmp/v4ids1 --dump-logits $OUT/v4bf16attn.logits
-    $C $OUT/v4bf16attn.logits --golden test/golden/v4-tiny/io.safetensors --key logits_selective --row 1 --max-rel 3e-2 --min-argmax 95 || true
+  # Each rounding alone (above): the bf16 projections with the SIMT
+  # attention, the f32 projections with the tensor-core attention; and the
+  # random-weight models' tensor-core attention against their SIMT
+  # attention (0.5, 60 %).
+  if have v4cuda-bf16-simt-attention.dsfa v4cuda-mma-attention.dsfa cuda-bf16-simt-attention.dsfa v4small-cuda-bf16-simt-attention.dsfa cuda-bf16.dsfa v4small-cuda-bf16.dsfa; then
+    $R $G/v4cuda-bf16-simt-attention.dsfa --weights test/golden/v4-tiny/weights.safetensors --prompt-ids @/tmp/v4ids1 --dump-logits $OUT/v4bf16simt.logits
+    $C $OUT/v4bf16simt.logits --golden test/golden/v4-tiny/io.safetensors --key logits_selective --row 1 --max-rel 3e-2 --min-argmax 95 || true
     for r in 0 1; do
-      $R $G/cuda-bf16-mma-attention.dsfa --weights $G/weights.safetensors --prompt-ids @/tmp/ids$r --dump-logits $OUT/bf16attn-$r.logits
-      $C $OUT/bf16attn-$r.logits --against $OUT/bf16mma-$r.logits --max-rel 0.5 --min-argmax 60 || true
+      $R $G/v4cuda-mma-attention.dsfa --weights test/golden/v4-tiny/weights.safetensors --prompt-ids @/tmp/v4ids$r --dump-logits $OUT/v4attn$r.logits
+      $C $OUT/v4attn$r.logits --golden test/golden/v4-tiny/io.safetensors --key logits_selective --row $r --max-rel 1e-2 --min-argmax 97 || true
+      $R $G/cuda-bf16-simt-attention.dsfa --weights $G/weights.safetensors --prompt-ids @/tmp/ids$r --dump-logits $OUT/bf16simt-$r.logits
+      $C $OUT/bf16mma-$r.logits --against $OUT/bf16simt-$r.logits --max-rel 0.5 --min-argmax 60 || true
     done
-    $R $G/v4small-cuda-bf16-mma-attention.dsfa --weights $OUT/small.safetensors --prompt-ids @/tmp/small-ids --dump-logits $OUT/small-bf16attn.logits
-    $C $OUT/small-bf16attn.logits --against $OUT/small-bf16mma.logits --max-rel 0.5 --min-argmax 60 || true
-    $R $G/v4small-cuda-bf16-mma-attention.dsfa --weights $OUT/small.safetensors --prompt-ids @/tmp/small-pre --then-ids @/tmp/small-rest --dump-logits $OUT/small-bf16attndec.logits
-    $C $OUT/small-bf16attndec.logits --against $OUT/small-cpu.logits --max-rel 0.5 --min-argmax 60 || true
-    compute-sanitizer --tool memcheck --print-limit 5 $R $G/cuda-bf16-mma-attention.dsfa --weights $G/weights.safetensors \
-      --prompt-ids @/tmp/ids1 --max-new-tokens 2 | tail -1
-    compute-sanitizer --tool racecheck --print-limit 5 $R $G/cuda-bf16-mma-attention.dsfa --weights $G/weights.safetensors \
-      --prompt-ids @/tmp/ids1 | tail -1
+    $R $G/v4small-cuda-bf16-simt-attention.dsfa --weights $OUT/small.safetensors --prompt-ids @/tmp/small-ids --dump-logits $OUT/small-bf16simt.logits
+    $C $OUT/small-bf16mma.logits --against $OUT/small-bf16simt.logits --max-rel 0.5 --min-argmax 60 || true
   fi
   # The device tier (issue 6): a CUDA sequence's state stays on the device
   # between calls, the tiers take host copies of it, and restored state is

@@ -40,9 +40,9 @@ LogicalResult mlir::dsf::buildCudaPipelineFromLinalg(OpPassManager &pm, const Cu
   // symbol-dce), each top-k selection one kernel, a block per token
   // (dsf-gpu-select-topk), each MoE router one kernel, a block per token
   // (dsf-gpu-route-experts), each sink attention over the band and the
-  // selected entries one kernel, a block per (token, head), or with bf16
-  // tile math and --attention-mma-min-tokens (opt-in, experimental) a
-  // prefill's a tensor-core kernel, a block per (token, group of heads)
+  // selected entries one kernel, a block per (token, head), or from
+  // --attention-mma-min-tokens tokens (a prefill's; by default in bf16
+  // builds) a tensor-core kernel, a block per (token, group of heads)
   // (dsf-gpu-sink-attention), the Sinkhorn rounds of other helpers one kernel
   // (dsf-gpu-fuse-sinkhorn), constants and index computations sunk into each
   // launch before it is outlined (gpu-launch-sink-index-computations:
@@ -57,7 +57,7 @@ LogicalResult mlir::dsf::buildCudaPipelineFromLinalg(OpPassManager &pm, const Cu
   // queues the kernels without synchronizing between them. The tiled
   // kernels' and the attention's cp.async copies (nvgpu) become NVVM inside each gpu.module.
   std::string cpAsync = options.tileCpAsync ? "true" : "false";
-  std::string text = "canonicalize,convert-bufferization-to-memref,dsf-copies-to-linalg,dsf-gpu-fuse-mhc,dsf-gpu-select-topk,dsf-gpu-route-experts,dsf-gpu-sink-attention{batch-invariant=" + invariant + " math=" + options.tileMath +
+  std::string text = "canonicalize,convert-bufferization-to-memref,dsf-copies-to-linalg,dsf-gpu-fuse-mhc,dsf-gpu-select-topk,dsf-gpu-route-experts,dsf-gpu-sink-attention{batch-invariant=" + invariant +
                      " mma-min-tokens=" + std::to_string(options.attentionMmaMinTokens) + "},symbol-dce,dsf-gpu-fuse-sinkhorn,"
                      "dsf-gpu-grouped-experts{batch-invariant=" + invariant + " math=" + options.tileMath + " cp-async=" + cpAsync +
                      " min-rows-per-expert=" + std::to_string(options.tileMinRowsPerExpert) +

@@ -434,12 +434,11 @@ struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
       buildKernel(decode, kWideThreads);
       buildKernel(prefill, kNarrowThreads);
     };
-    // With bf16 tile math and mma-min-tokens >= 1 a prefill's tokens take
-    // the tensor-core kernel (a block per token and group of heads); fewer
-    // tokens (a decode's) keep the SIMT kernels, whose blocks per (token,
-    // head) fill the GPU where a block per token would not. Opt-in: the
-    // tensor-core kernel fails the tiny V4's golden check (1.6e-1 against
-    // 1.4e-2 with the SIMT kernels; bench/results/gpu-attention-mma.md).
+    // With mma-min-tokens >= 1 a prefill's tokens take the tensor-core
+    // kernel (a block per token and group of heads; its operands bf16
+    // whatever the projections' tile math); fewer tokens (a decode's) keep
+    // the SIMT kernels, whose blocks per (token, head) fill the GPU where a
+    // block per token would not.
     if (useMma(a)) {
       auto many = scf::IfOp::create(
           b, loc, TypeRange{}, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, tokens, idx(b, mmaMinTokens)),
@@ -454,21 +453,16 @@ struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
     func::ReturnOp::create(b, loc, out);
   }
 
-  /// Whether the tensor-core kernel runs `a`'s prefills: bf16 tile math, a
-  /// build that need not equal its decodes bit for bit, the sequence
+  /// Whether the tensor-core kernel runs `a`'s prefills: a build that need
+  /// not equal its decodes bit for bit, the sequence
   /// helper's unpacked rows (a batch's slot helper runs decode steps), and
   /// sizes it takes.
   bool useMma(const Attention &a) const {
-    return mmaMinTokens > 0 && tileMath == TileMath::Bf16 && !batchInvariant && !a.slots && !a.packed &&
+    return mmaMinTokens > 0 && !batchInvariant && !a.slots && !a.packed &&
            sinkAttentionMmaFits(a.heads, a.width);
   }
-  TileMath tileMath = TileMath::F32;
 
   void runOnOperation() override {
-    FailureOr<TileMath> parsed = tileMathOption(getOperation(), getArgument(), math);
-    if (failed(parsed))
-      return signalPassFailure();
-    tileMath = *parsed;
     if (mmaMinTokens < 0) {
       getOperation()->emitError() << getArgument() << ": mma-min-tokens must be a count of tokens >= 0 (0: never), not "
                                   << int64_t(mmaMinTokens);

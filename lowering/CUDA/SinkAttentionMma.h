@@ -1,8 +1,9 @@
 //===- SinkAttentionMma.h - sink attention on the tensor cores ------------===//
 //
-// The kernel dsf-gpu-sink-attention builds for a prefill's tokens with bf16
-// tile math and mma-min-tokens >= 1 (opt-in, experimental: it fails the
-// tiny V4's golden check, bench/results/gpu-attention-mma.md): a block per (token, group of up to 64 heads), the group's
+// The kernel dsf-gpu-sink-attention builds for a prefill's tokens with
+// mma-min-tokens >= 1 (dsf-compile's bf16 builds' default;
+// bench/results/gpu-attention-mma.md): a block per (token, group of up to
+// 64 heads), the group's
 // queries against the token's columns (its window band, then its selected
 // cache entries) on mma.sync m16n8k16 bf16, the softmax with the sink taken
 // online over chunks of 64 columns (flash attention's rescaling). Every

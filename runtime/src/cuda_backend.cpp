@@ -18,6 +18,13 @@
 // every launch instead, to name the kernel that failed. DSF_CUDA_PROFILE=FILE
 // times every kernel with CUDA events (each launch then waits for the one
 // before) and writes, at exit, a table of the kernels by total time.
+// Two switches find a kernel that reads what it did not write, which the
+// pool hides (a reused block holds its last use's values, so such a read
+// is deterministic and compute-sanitizer's initcheck sees it initialized):
+// DSF_CUDA_POISON=1 fills every block handed out with 0xFF bytes (NaN in
+// f32 and bf16, -1 in i32) on the stream; DSF_CUDA_POOL=0 gives every
+// freed block back to the driver (after waiting for the device), so each
+// allocation is fresh and initcheck names the kernel.
 //
 // Failures inside those calls (which return nothing) are recorded and
 // reported by the runtime after the entry point returns; once one has
@@ -105,6 +112,8 @@ struct Driver {
   std::string device;
   bool ready = false;
   bool syncEachLaunch = false;   // DSF_CUDA_SYNC=1
+  bool poison = false;           // DSF_CUDA_POISON=1
+  bool noPool = false;           // DSF_CUDA_POOL=0
   std::string profilePath;       // DSF_CUDA_PROFILE=FILE
   void *eventStart = nullptr, *eventStop = nullptr;
 };
@@ -287,6 +296,9 @@ bool ensureDriver(std::string &error) {
     return false;
   d.device = name;
   d.syncEachLaunch = switchOn("DSF_CUDA_SYNC");
+  d.poison = switchOn("DSF_CUDA_POISON");
+  const char *pool = std::getenv("DSF_CUDA_POOL");
+  d.noPool = pool && std::string(pool) == "0";
   if (const char *profile = std::getenv("DSF_CUDA_PROFILE"); profile && *profile) {
     if (!check(d.cuEventCreate(&d.eventStart, 0), "cuEventCreate") ||
         !check(d.cuEventCreate(&d.eventStop, 0), "cuEventCreate"))
@@ -386,6 +398,19 @@ void *failedAllocation(size_t bytes, CUresult r, const char *when) {
 }
 } // namespace
 
+namespace {
+/// DSF_CUDA_POISON: the block's bytes 0xFF, in stream order (so after every
+/// kernel that used it before).
+void *poisoned(CUdeviceptr block, size_t bytes) {
+  if (driver().poison) {
+    CUresult r = driver().cuMemsetD8Async(block, 0xFF, bytes, driver().stream);
+    if (r != 0 && firstError.empty())
+      firstError = "DSF_CUDA_POISON: cuMemsetD8Async(" + std::to_string(bytes) + " bytes): " + errorName(r);
+  }
+  return reinterpret_cast<void *>(block);
+}
+} // namespace
+
 void *deviceAlloc(size_t bytes) {
   std::lock_guard<std::mutex> guard(errorLock);
   Pool &p = pool();
@@ -396,14 +421,14 @@ void *deviceAlloc(size_t bytes) {
     if (it != c.idle.end() && it->first <= 2 * need) {
       block = it->second;
       c.idle.erase(it);
-      return reinterpret_cast<void *>(block);
+      return poisoned(block, need);
     }
     CUresult r = timedAlloc([&] { return driver().cuMemAlloc(&block, need); });
     if (r != 0)
       return failedAllocation(bytes, r, " while capturing a CUDA graph");
     c.blocks.push_back(block);
     c.sizes[block] = need;
-    return reinterpret_cast<void *>(block);
+    return poisoned(block, need);
   }
   auto it = p.idle.lower_bound(need);
   if (it != p.idle.end() && it->first <= 2 * need) {
@@ -423,7 +448,7 @@ void *deviceAlloc(size_t bytes) {
     p.blocks[block] = {need, p.epoch};
   }
   p.blocks[block].lastUse = p.epoch;
-  return reinterpret_cast<void *>(block);
+  return poisoned(block, need);
 }
 
 void deviceFree(void *ptr) {
@@ -444,6 +469,13 @@ void deviceFree(void *ptr) {
   if (it == p.blocks.end()) {
     if (firstError.empty())
       firstError = "deviceFree: an address the pool did not hand out";
+    return;
+  }
+  if (driver().noPool) {
+    // Kernels queued before the free may still read the block.
+    driver().cuCtxSynchronize();
+    timedAlloc([&] { return driver().cuMemFree(block); });
+    p.blocks.erase(it);
     return;
   }
   p.idle.emplace(it->second.bytes, block);

@@ -1,9 +1,9 @@
 // RUN: dsf-opt %s --dsf-gpu-sink-attention --split-input-file -verify-diagnostics | FileCheck %s
 // RUN: dsf-opt %s --dsf-gpu-sink-attention=batch-invariant=true --split-input-file -verify-diagnostics | FileCheck %s --check-prefix=INVARIANT
-// RUN: dsf-opt %s --dsf-gpu-sink-attention="math=bf16 mma-min-tokens=16" --split-input-file -verify-diagnostics | FileCheck %s --check-prefix=MMA
-// RUN: dsf-opt %s --dsf-gpu-sink-attention=math=bf16 --split-input-file -verify-diagnostics | FileCheck %s --check-prefix=MMAOFF
-// RUN: dsf-opt %s --dsf-gpu-sink-attention="math=bf16 mma-min-tokens=64" --split-input-file -verify-diagnostics | FileCheck %s --check-prefix=MMA64
-// RUN: dsf-opt %s --dsf-gpu-sink-attention="math=bf16 mma-min-tokens=16 batch-invariant=true" --split-input-file -verify-diagnostics | FileCheck %s --check-prefix=MMAINVARIANT
+// RUN: dsf-opt %s --dsf-gpu-sink-attention="mma-min-tokens=16" --split-input-file -verify-diagnostics | FileCheck %s --check-prefix=MMA
+// RUN: dsf-opt %s --dsf-gpu-sink-attention=mma-min-tokens=0 --split-input-file -verify-diagnostics | FileCheck %s --check-prefix=MMAOFF
+// RUN: dsf-opt %s --dsf-gpu-sink-attention="mma-min-tokens=64" --split-input-file -verify-diagnostics | FileCheck %s --check-prefix=MMA64
+// RUN: dsf-opt %s --dsf-gpu-sink-attention="mma-min-tokens=16 batch-invariant=true" --split-input-file -verify-diagnostics | FileCheck %s --check-prefix=MMAINVARIANT
 
 // Sink attention over a band of 4 window rows and 8 selected entries becomes
 // one kernel, a block per (token, head) — 512 threads below 1,024 blocks (a
@@ -77,7 +77,7 @@
 // INVARIANT: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c512
 // INVARIANT-NOT: gpu.launch
 // INVARIANT: return
-// With bf16 tile math a width of 64 (not a multiple of 128) keeps the SIMT
+// With mma-min-tokens a width of 64 (not a multiple of 128) keeps the SIMT
 // kernels.
 // MMA-LABEL: func.func private @dsf_attention_h2_d64_w4_k8_s3e000000
 // MMA-NOT: nvgpu
@@ -115,9 +115,9 @@ func.func private @dsf_attention_h1_d640_w3_k0_s3f800000(%q: memref<?x1x640xf32>
 
 // -----
 
-// With bf16 tile math, mma-min-tokens N >= 1 (0, the default: never; the
-// kernel is experimental) and a width the tensor-core kernel takes (a
-// multiple of 128), a call of N tokens or more (a prefill) runs on it and
+// With mma-min-tokens N >= 1 (0, the default: never; dsf-compile's bf16
+// builds give 16) and a width the tensor-core kernel takes (a multiple of
+// 128), a call of N tokens or more (a prefill) runs on it and
 // fewer tokens (a decode) keep the SIMT kernels. First the window's and the
 // cache's rows in bf16 in one buffer (a kernel, four channels a thread);
 // then a block of 256 threads per (token, group of 16 heads) with dynamic

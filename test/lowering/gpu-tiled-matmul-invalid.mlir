@@ -3,8 +3,7 @@
 // RUN: not dsf-opt %s --dsf-gpu-batched-contraction="math=int8" 2>&1 | FileCheck --check-prefix=CONTRACTION %s
 // RUN: not dsf-opt %s --dsf-gpu-tiled-matmul="min-blocks=-2" 2>&1 | FileCheck --check-prefix=BLOCKS %s
 // RUN: not dsf-opt %s --dsf-gpu-grouped-experts="min-rows-per-expert=-1" 2>&1 | FileCheck --check-prefix=SPREAD %s
-// RUN: not dsf-opt %s --dsf-gpu-sink-attention="math=tf16" 2>&1 | FileCheck --check-prefix=ATTENTION %s
-// RUN: not dsf-opt %s --dsf-gpu-sink-attention="math=bf16 mma-min-tokens=-1" 2>&1 | FileCheck --check-prefix=MMAMIN %s
+// RUN: not dsf-opt %s --dsf-gpu-sink-attention="mma-min-tokens=-1" 2>&1 | FileCheck --check-prefix=MMAMIN %s
 
 // The tiled kernels' arithmetic is f32, tf32, 3xtf32 or bf16; anything else is an
 // error naming the pass and the value.
@@ -13,7 +12,6 @@ module {
 }
 // EXPERTS: error: dsf-gpu-grouped-experts: unknown math 'fp8' (f32, tf32, 3xtf32 or bf16)
 // CONTRACTION: error: dsf-gpu-batched-contraction: unknown math 'int8' (f32, tf32, 3xtf32 or bf16)
-// ATTENTION: error: dsf-gpu-sink-attention: unknown math 'tf16' (f32, tf32, 3xtf32 or bf16)
 // The thresholds are counts: a negative one is an error naming the pass and
 // the value (unsigned comparisons would silently never take the tiles).
 // BLOCKS: error: dsf-gpu-tiled-matmul: min-blocks must be a count of tiles >= 0, not -2

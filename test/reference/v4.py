@@ -10,8 +10,11 @@ LAYER_RATIO = {"sliding_attention": 0}
 
 
 class Model:
-    def __init__(self, config, weights):
-        self.c, self.w = config, weights
+    def __init__(self, config, weights, trace=None):
+        # trace(layer, q, kv, entries, selection, sink, out): called with each
+        # attention's inputs and output (before the inverse RoPE), for
+        # checking one kernel on a real model's values.
+        self.c, self.w, self.trace = config, weights, trace
         c = config
         self.n = c["hc_mult"]
         self.eps = c.get("rms_norm_eps", 1e-6)
@@ -118,6 +121,10 @@ class Model:
             m = np.maximum(logits.max(-1), sink)
             e = np.exp(logits - m[:, None])
             out[t] = (e / (e.sum(-1) + np.exp(sink - m))[:, None]) @ keys_t
+        if self.trace:
+            if entries is not None and selection is None:
+                selection = [np.arange(int((pos[t] + 1) // ratio)) for t in range(T)]
+            self.trace(i, q, kv, entries, selection, sink, out)
         out = rope(out, pos, freqs, inverse=True)
         G = c["o_groups"]
         wa = self.W(p + "o_a_proj.weight")

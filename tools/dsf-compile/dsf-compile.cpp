@@ -109,10 +109,10 @@ cl::opt<long> tileMinRowsPerExpert("tile-min-rows-per-expert",
                                             "expert on average (default 32), below as a warp per output"),
                                    cl::init(32), cl::cat(dsfCategory));
 cl::opt<long> attentionMmaMinTokens("attention-mma-min-tokens",
-                                    cl::desc("--target=cuda --tile-math=bf16: a call of this many tokens or more "
-                                             "runs its attention on the tensor cores (a block per token and group of "
-                                             "heads), fewer on the SIMT kernels; 0, the default: never (experimental: "
-                                             "fails the tiny V4's golden check)"),
+                                    cl::desc("--target=cuda: a call of this many tokens or more runs its sink "
+                                             "attention on the tensor cores (bf16 operands, f32 sums; a block per "
+                                             "token and group of heads), fewer on the SIMT kernels (f32); 0: never. "
+                                             "Default 16 with --tile-math=bf16, else 0"),
                                     cl::init(0), cl::cat(dsfCategory));
 cl::opt<bool> noCpAsync("no-cp-async",
                         cl::desc("--target=cuda --tile-math=bf16: stage the tiles' operands through registers "
@@ -189,7 +189,10 @@ int compileArtifact(mlir::ModuleOp module, const dsf::ModelConfig &config,
   cudaOptions.tileMinBlocks = tileMinBlocks;
   cudaOptions.tileMinRowsPerExpert = tileMinRowsPerExpert;
   cudaOptions.tileCpAsync = !noCpAsync;
-  cudaOptions.attentionMmaMinTokens = attentionMmaMinTokens;
+  // A bf16 build's prefill attention is bf16 too (its activations are); the
+  // f32-family builds keep f32 attention unless asked.
+  cudaOptions.attentionMmaMinTokens =
+      attentionMmaMinTokens.getNumOccurrences() ? long(attentionMmaMinTokens) : (tileMath == "bf16" ? 16 : 0);
   if (cuda && !cudaOptions.emitPtx && !llvm::sys::fs::exists(cudaToolkit + "/bin/ptxas"))
     return error("--target=cuda: no ptxas in " + cudaToolkit + "/bin (give the toolkit with --cuda-toolkit)");
   if (failed(mlir::applyPassManagerCLOptions(toLlvm)) ||
@@ -292,8 +295,8 @@ int main(int argc, char **argv) {
   if (attentionMmaMinTokens < 0)
     return error("--attention-mma-min-tokens: expected a count of tokens >= 0 (0: never), not " +
                  std::to_string(attentionMmaMinTokens));
-  if (attentionMmaMinTokens.getNumOccurrences() && (target != "cuda" || tileMath != "bf16"))
-    return error("--attention-mma-min-tokens chooses the attention kernels of --target=cuda --tile-math=bf16");
+  if (attentionMmaMinTokens.getNumOccurrences() && target != "cuda")
+    return error("--attention-mma-min-tokens chooses the attention kernels of --target=cuda");
   if (noCpAsync && tileMath != "bf16")
     return error("--no-cp-async chooses how the bf16 tiles are staged: it needs --target=cuda --tile-math=bf16");
 

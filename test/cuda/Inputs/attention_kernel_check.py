@@ -5,10 +5,14 @@ random inputs, and compares them with NumPy: the same math with the
 queries, the rows and the probabilities rounded to bf16 as the kernel rounds
 them (to nearest even), and in float64.
 
-usage: attention_kernel_check.py KERNELS.ptx HELPER [--seed N] [--max-rel R]
+usage: attention_kernel_check.py KERNELS.ptx HELPER [--seed N] [--max-rel R] [--inputs CAPTURE.npz] [--module CUBIN]
   HELPER: the helper's name, e.g. dsf_attention_h4_d128_w8_k8_s3db504f3
   (heads, width, window, k, the scale's f32 bits); its kernels are HELPER
   followed by the attention op's kernel names ..._0 (conversion) and ..._1.
+  --inputs: instead of random inputs, the layers of a capture of this
+  helper's shape (capture_v4_attention.py: the NumPy reference's inputs).
+  --module: load the kernels from this file (say ptxas's cubin of the same
+  PTX) rather than JIT-compiling the helper's PTX.
 
 Only libcuda (ctypes) and NumPy: no CUDA toolkit, no PyTorch. The kernels'
 parameters are the outlined launches' captured values in the order
@@ -38,7 +42,7 @@ def option(name, default):
 
 
 if len(sys.argv) < 3:
-    fail("usage: attention_kernel_check.py KERNELS.ptx HELPER [--seed N] [--max-rel R]")
+    fail("usage: attention_kernel_check.py KERNELS.ptx HELPER [--seed N] [--max-rel R] [--inputs CAPTURE.npz] [--module CUBIN]")
 ptx_path, helper = sys.argv[1], sys.argv[2]
 seed, max_rel = int(option("--seed", "1")), float(option("--max-rel", "1e-2"))
 shape = re.fullmatch(r"dsf_attention_h(\d+)_d(\d+)_w(\d+)_k(\d+)_s([0-9a-f]{8})", helper)
@@ -85,7 +89,10 @@ device, context, module = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_void_p()
 check(cu.cuDeviceGet(ctypes.byref(device), 0), "cuDeviceGet")
 check(cu.cuDevicePrimaryCtxRetain(ctypes.byref(context), device), "cuDevicePrimaryCtxRetain")
 check(cu.cuCtxSetCurrent(context), "cuCtxSetCurrent")
-check(cu.cuModuleLoadData(ctypes.byref(module), (module_text + "\0").encode()), "cuModuleLoadData")
+# --module: the same kernels compiled elsewhere (a cubin of ptxas, as an
+# artifact holds them) instead of the driver's JIT of the PTX.
+image = open(option("--module", ""), "rb").read() if "--module" in sys.argv else (module_text + "\0").encode()
+check(cu.cuModuleLoadData(ctypes.byref(module), image), "cuModuleLoadData")
 cu.cuMemAlloc_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
 cu.cuMemcpyHtoD_v2.argtypes = [ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t]
 cu.cuMemcpyDtoH_v2.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t]
@@ -158,17 +165,14 @@ def reference(q, rows, cache, selection, sink, emulate):
     return out
 
 
-def case(tokens, earlier, entries, rng):
-    """`tokens` queries whose window holds `earlier` rows before them."""
-    rows_n = tokens + earlier
-    q = (rng.standard_normal((tokens, H, D)) * 2).astype(np.float32)
-    rows = rng.standard_normal((rows_n, D)).astype(np.float32)
-    sink = rng.standard_normal(H).astype(np.float32)
+def run(q, rows, cache, selection, sink):
+    """The helper's two kernels on these inputs: its output [tokens, H, D] and
+    the converted rows (bf16 bits widened to float32)."""
+    tokens, rows_n = q.shape[0], rows.shape[0]
     bq, brows, bsink = Buffer(q), Buffer(rows), Buffer(sink)
     out = Buffer(np.full((tokens, H, D), np.nan, np.float32))
     shared, hb = shared_bytes()
     groups = (H + hb - 1) // hb
-    cache = selection = None
     if K == 0:
         kv = Buffer(np.zeros((rows_n, D), np.uint16))
         quads = rows_n * D // 4
@@ -176,17 +180,21 @@ def case(tokens, earlier, entries, rng):
         launch(attention, (tokens, groups), 256, shared,
                bq.desc() + [rows_n] + kv.desc() + bsink.desc() + out.desc(), 31)
     else:
-        cache = rng.standard_normal((entries, D)).astype(np.float32)
-        # Entries -1 (none) and out-of-range ones are no column.
-        selection = rng.integers(-1, entries + 1, size=(tokens, K)).astype(np.int32)
+        entries = cache.shape[0]
         bcache, bselection = Buffer(cache), Buffer(selection)
         kv = Buffer(np.zeros((rows_n + entries, D), np.uint16))
         quads = (rows_n + entries) * D // 4
         launch(convert, ((quads + 255) // 256, 1), 256, 0, brows.desc() + [quads] + bcache.desc() + kv.desc(), 22)
         launch(attention, (tokens, groups), 256, shared,
                bq.desc() + [rows_n] + bselection.desc() + [entries] + kv.desc() + bsink.desc() + out.desc(), 39)
-    got = out.read().astype(np.float64)
-    converted = (kv.read().astype(np.uint32) << 16).view(np.float32)
+    return out.read().astype(np.float64), (kv.read().astype(np.uint32) << 16).view(np.float32)
+
+
+def compare(what, q, rows, cache, selection, sink, expected=None):
+    """Runs the kernels and prints the worst relative errors (per token and
+    head) against NumPy bf16-rounded and float64 (and `expected`, an output
+    computed elsewhere, when given); True when within --max-rel."""
+    got, converted = run(q, rows, cache, selection, sink)
     rows_exact = np.array_equal(converted, codecs_np.bf16_rne(rows if cache is None else np.concatenate([rows, cache])))
     finite = np.all(np.isfinite(got))
     errors = []
@@ -196,14 +204,61 @@ def case(tokens, earlier, entries, rng):
     worst = errors[0].max() if finite else np.nan
     ok = rows_exact and worst <= max_rel
     bad = np.argwhere(~(errors[0] <= max_rel))
-    print(f"{helper} tokens {tokens} earlier {earlier} entries {entries}: against bf16-rounded NumPy "
-          f"{worst:.3e}, against float64 {errors[1].max() if finite else np.nan:.3e}, rows to bf16 "
-          f"{'exact' if rows_exact else 'WRONG'}"
+    extra = ""
+    if expected is not None:
+        e = np.linalg.norm(got - expected, axis=2) / np.linalg.norm(expected, axis=2)
+        extra = f", against the captured output {e.max() if finite else np.nan:.3e}"
+    print(f"{what}: against bf16-rounded NumPy {worst:.3e}, against float64 "
+          f"{errors[1].max() if finite else np.nan:.3e}{extra}, rows to bf16 {'exact' if rows_exact else 'WRONG'}"
           + ("" if ok else f" FAILED ({len(bad)} (token, head) pairs over {max_rel}, first {bad[:4].tolist()})"))
     return ok
 
 
-rng = np.random.default_rng(seed)
-results = [case(t, e, n, rng) for (t, e, n) in ((16, 0, 4), (40, 0, 10), (37, 5, 9), (130, 3, 70), (300, 0, 600))]
+def case(tokens, earlier, entries, rng):
+    """`tokens` queries whose window holds `earlier` rows before them."""
+    rows_n = tokens + earlier
+    q = (rng.standard_normal((tokens, H, D)) * 2).astype(np.float32)
+    rows = rng.standard_normal((rows_n, D)).astype(np.float32)
+    sink = rng.standard_normal(H).astype(np.float32)
+    cache = selection = None
+    if K:
+        cache = rng.standard_normal((entries, D)).astype(np.float32)
+        # Entries -1 (none) and out-of-range ones are no column.
+        selection = rng.integers(-1, entries + 1, size=(tokens, K)).astype(np.int32)
+    return compare(f"{helper} tokens {tokens} earlier {earlier} entries {entries}", q, rows, cache, selection, sink)
+
+
+def captured(path):
+    """The layers of a capture (an .npz of layer{i}_q [T, H, D], _rows [T, D],
+    _sink [H], and for a layer with entries _cache [E, D] and _selection
+    [T, k] (-1: none), _out [T, H, D] the capturing model's output) whose
+    shape is this helper's."""
+    data = np.load(path)
+    layers = sorted({int(m.group(1)) for m in (re.match(r"layer(\d+)_q$", n) for n in data.files) if m})
+    results = []
+    for i in layers:
+        q, rows, sink = (data[f"layer{i}_{n}"].astype(np.float32) for n in ("q", "rows", "sink"))
+        has_cache = f"layer{i}_cache" in data.files
+        if q.shape[1:] != (H, D) or has_cache != (K > 0):
+            continue
+        cache = selection = None
+        if has_cache:
+            cache = data[f"layer{i}_cache"].astype(np.float32)
+            selection = data[f"layer{i}_selection"].astype(np.int32)
+            if selection.shape[1] != K:
+                continue
+        expected = data[f"layer{i}_out"].astype(np.float64) if f"layer{i}_out" in data.files else None
+        results.append(compare(f"{helper} {os.path.basename(path)} layer {i} ({q.shape[0]} tokens)",
+                               q, rows, cache, selection, sink, expected))
+    if not results:
+        fail(f"{path}: no layer of {helper}'s shape")
+    return results
+
+
+if "--inputs" in sys.argv:
+    results = captured(option("--inputs", ""))
+else:
+    rng = np.random.default_rng(seed)
+    results = [case(t, e, n, rng) for (t, e, n) in ((16, 0, 4), (40, 0, 10), (37, 5, 9), (130, 3, 70), (300, 0, 600))]
 print(f"{sum(results)} passed, {len(results) - sum(results)} failed")
 sys.exit(0 if all(results) else 1)

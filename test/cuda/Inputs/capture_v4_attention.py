@@ -1,0 +1,67 @@
+"""Captures each attention's inputs and output from the NumPy V4 reference
+(test/reference/v4.py) on one golden prompt, for attention_kernel_check.py
+--inputs: layer{i}_q [T, H, D] (after RoPE), _rows [T, D] (the window's kv
+rows), _sink [H], _out [T, H, D] (before the inverse RoPE), and for a layer
+with compressed entries _cache [E, D] and _selection [T, K] (the entries each
+token attends, -1 past them; K = the config's index_topk).
+
+usage: capture_v4_attention.py GOLDEN_DIR PROMPT OUT.npz [--verify]
+--verify: each layer's output recomputed from the captured arrays alone, as
+the helper reads them (band row t + c - (W - 1), entries of the selection,
+-1 none), against the captured output: the capture is what the kernel check
+needs (exit 1 past 1e-5)."""
+import json
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "reference"))
+import safetensors_io  # noqa: E402
+import v4  # noqa: E402
+
+if len(sys.argv) not in (4, 5) or (len(sys.argv) == 5 and sys.argv[4] != "--verify"):
+    sys.exit("usage: capture_v4_attention.py GOLDEN_DIR PROMPT OUT.npz [--verify]")
+golden, prompt, out_path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+config = json.load(open(os.path.join(golden, "config.json")))
+weights = safetensors_io.load(os.path.join(golden, "weights.safetensors"))
+ids = safetensors_io.load(os.path.join(golden, "io.safetensors"))["input_ids"]
+if not 0 <= prompt < ids.shape[0]:
+    sys.exit(f"capture_v4_attention: {golden}: prompt {prompt} of {ids.shape[0]}")
+K = config["index_topk"]
+arrays = {}
+
+
+def trace(i, q, kv, entries, selection, sink, out):
+    arrays.update({f"layer{i}_q": q, f"layer{i}_rows": kv, f"layer{i}_sink": sink, f"layer{i}_out": out})
+    if entries is not None:
+        table = np.full((q.shape[0], K), -1, np.int32)
+        for t, chosen in enumerate(selection):
+            if len(chosen) > K:
+                sys.exit(f"capture_v4_attention: layer {i} token {t} attends {len(chosen)} entries, more than {K}")
+            table[t, :len(chosen)] = chosen
+        arrays.update({f"layer{i}_cache": entries, f"layer{i}_selection": table})
+
+
+v4.Model(config, weights, trace=trace).forward(ids[prompt].astype(np.int64))
+arrays = {n: np.asarray(a, np.float32 if a.dtype.kind == "f" else a.dtype) for n, a in arrays.items()}
+np.savez(out_path, **arrays)
+print(f"capture_v4_attention: {len(arrays)} arrays of prompt {prompt} to {out_path}")
+if len(sys.argv) == 5:
+    W, worst = config["sliding_window"], 0.0
+    scale = np.float32(config["head_dim"] ** -0.5)
+    for i in range(config["num_hidden_layers"]):
+        q, rows, sink = (arrays[f"layer{i}_{n}"].astype(np.float64) for n in ("q", "rows", "sink"))
+        for t in range(q.shape[0]):
+            cols = [rows[t + c - (W - 1)] for c in range(W) if t + c - (W - 1) >= 0]
+            if f"layer{i}_cache" in arrays:
+                cols += [arrays[f"layer{i}_cache"][e] for e in arrays[f"layer{i}_selection"][t] if e >= 0]
+            logits = q[t] @ np.stack(cols).T * scale
+            m = np.maximum(logits.max(1), sink)
+            p = np.exp(logits - m[:, None])
+            out = (p @ np.stack(cols)) / (p.sum(1) + np.exp(sink - m))[:, None]
+            ref = arrays[f"layer{i}_out"][t]
+            worst = max(worst, float(np.max(np.linalg.norm(out - ref, axis=1) / np.linalg.norm(ref, axis=1))))
+    print(f"capture_v4_attention: the outputs recomputed from the capture: relative error {worst:.1e}")
+    if not worst <= 1e-5:
+        sys.exit(f"capture_v4_attention: {out_path}: the capture does not reproduce its outputs ({worst:.1e})")
