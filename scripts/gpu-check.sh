@@ -226,7 +226,7 @@ PY
   # makes by a hair (the top-2 of 8 experts: its margin 6.1e-4 at row 5 of
   # the second prompt, where the error starts), after which a row's logits
   # move by O(1): 1.6e-1 and 33/40 on that prompt (bench/results/
-  # gpu-attention-mma.md), held to 2.5e-1 and 80 %; the tight checks are
+  # gpu-attention-mma.md), held to 2.5e-1 and 75 %; the tight checks are
   # the two above and the kernel's own (test/cuda/attention-kernel.test).
   if have cuda-bf16.dsfa v4cuda-bf16.dsfa v4small-cuda-bf16.dsfa; then
     for r in 0 1; do
@@ -234,7 +234,7 @@ PY
       $C $OUT/bf16mma-$r.logits --against $OUT/cpu$r.logits --max-rel 0.5 --min-argmax 60 || true
     done
     $R $G/v4cuda-bf16.dsfa --weights test/golden/v4-tiny/weights.safetensors --prompt-ids @/tmp/v4ids1 --dump-logits $OUT/v4bf16mma.logits
-    $C $OUT/v4bf16mma.logits --golden test/golden/v4-tiny/io.safetensors --key logits_selective --row 1 --max-rel 2.5e-1 --min-argmax 80 || true
+    $C $OUT/v4bf16mma.logits --golden test/golden/v4-tiny/io.safetensors --key logits_selective --row 1 --max-rel 2.5e-1 --min-argmax 75 || true
     $R $G/v4small-cuda-bf16.dsfa --weights $OUT/small.safetensors --prompt-ids @/tmp/small-ids --dump-logits $OUT/small-bf16mma.logits
     $C $OUT/small-bf16mma.logits --against $OUT/small-cpu.logits --max-rel 0.5 --min-argmax 60 || true
     # A decode (the SIMT attention) after a tensor-core prefill.

@@ -73,8 +73,19 @@ struct Kernel {
       OpBuilder::InsertionGuard guard(k);
       k.setInsertionPointToStart(first.thenBlock());
       Value have = cmp(arith::CmpIPredicate::ult, lane, index(kWarps));
-      Value safe = select(have, lane, index(0));
-      Value total = select(have, memref::LoadOp::create(k, loc, sums, ValueRange{safe}), i32(0));
+      // Only the lanes of a warp read, each its own warp's slot: a lane past
+      // the warps reading slot 0 while lane 0 writes it back would be a
+      // write-after-read between lanes (racecheck's hazard), ordered here
+      // only by the shuffles in between.
+      auto read = scf::IfOp::create(k, loc, TypeRange{k.getI32Type()}, have, true);
+      {
+        OpBuilder::InsertionGuard g2(k);
+        k.setInsertionPointToStart(read.thenBlock());
+        scf::YieldOp::create(k, loc, memref::LoadOp::create(k, loc, sums, ValueRange{lane}).getResult());
+        k.setInsertionPointToStart(read.elseBlock());
+        scf::YieldOp::create(k, loc, i32(0));
+      }
+      Value total = read.getResult(0);
       // Each lane reads and writes only its own warp's slot (and the last
       // the total's), so warp 0 needs no barrier of its own.
       Value upTo = warpInclusiveSum(total);

@@ -14,6 +14,15 @@
 // CHECK-COUNT-4: memref.atomic_rmw addi %{{.*}}, %[[HIST]]
 // CHECK: scf.for %{{.*}} = %c0{{.*}} to %[[E]] step %c512{{.*}} iter_args
 // CHECK: gpu.shuffle up
+// A block scan: warp 0's lanes below the 16 warps read their warp's slot
+// (the others none: reading slot 0 while lane 0 writes it back is a hazard
+// between lanes), scan by shuffles, and write the slot back.
+// CHECK: gpu.barrier
+// CHECK: arith.cmpi ult, %{{.*}}, %c16
+// CHECK-NEXT: scf.if %{{.*}} -> (i32) {
+// CHECK-NEXT: memref.load %[[SCAN:.*]][%[[LANE:.*]]] : memref<17xi32
+// CHECK: gpu.shuffle up
+// CHECK: memref.store %{{.*}}, %[[SCAN]][%[[LANE]]]
 // CHECK: memref.store %{{.*}}, %[[OUT]]
 // CHECK: gpu.barrier
 // CHECK: scf.yield

@@ -91,7 +91,12 @@ check(cu.cuDevicePrimaryCtxRetain(ctypes.byref(context), device), "cuDevicePrima
 check(cu.cuCtxSetCurrent(context), "cuCtxSetCurrent")
 # --module: the same kernels compiled elsewhere (a cubin of ptxas, as an
 # artifact holds them) instead of the driver's JIT of the PTX.
-image = open(option("--module", ""), "rb").read() if "--module" in sys.argv else (module_text + "\0").encode()
+image = (module_text + "\0").encode()
+if "--module" in sys.argv:
+    try:
+        image = open(option("--module", ""), "rb").read()
+    except OSError as e:
+        fail(f"--module: {e}")
 check(cu.cuModuleLoadData(ctypes.byref(module), image), "cuModuleLoadData")
 cu.cuMemAlloc_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
 cu.cuMemcpyHtoD_v2.argtypes = [ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t]
@@ -233,7 +238,10 @@ def captured(path):
     _sink [H], and for a layer with entries _cache [E, D] and _selection
     [T, k] (-1: none), _out [T, H, D] the capturing model's output) whose
     shape is this helper's."""
-    data = np.load(path)
+    try:
+        data = np.load(path)
+    except (OSError, ValueError) as e:
+        fail(f"{path}: not a capture (.npz): {e}")
     layers = sorted({int(m.group(1)) for m in (re.match(r"layer(\d+)_q$", n) for n in data.files) if m})
     results = []
     for i in layers:

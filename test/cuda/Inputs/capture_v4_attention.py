@@ -23,9 +23,12 @@ import v4  # noqa: E402
 if len(sys.argv) not in (4, 5) or (len(sys.argv) == 5 and sys.argv[4] != "--verify"):
     sys.exit("usage: capture_v4_attention.py GOLDEN_DIR PROMPT OUT.npz [--verify]")
 golden, prompt, out_path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-config = json.load(open(os.path.join(golden, "config.json")))
-weights = safetensors_io.load(os.path.join(golden, "weights.safetensors"))
-ids = safetensors_io.load(os.path.join(golden, "io.safetensors"))["input_ids"]
+try:
+    config = json.load(open(os.path.join(golden, "config.json")))
+    weights = safetensors_io.load(os.path.join(golden, "weights.safetensors"))
+    ids = safetensors_io.load(os.path.join(golden, "io.safetensors"))["input_ids"]
+except (OSError, ValueError, KeyError) as e:
+    sys.exit(f"capture_v4_attention: {golden}: not golden V4 data (config.json, weights and io.safetensors): {e}")
 if not 0 <= prompt < ids.shape[0]:
     sys.exit(f"capture_v4_attention: {golden}: prompt {prompt} of {ids.shape[0]}")
 K = config["index_topk"]
