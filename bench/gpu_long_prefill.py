@@ -9,6 +9,7 @@ first C, decode over the rest C at a time), so a call holds a chunk's.
   python3 bench/gpu_long_prefill.py DSF_RUN shaped.dsfa OUT.md [--parts=anchor,long,profile]
           [--long=65536] [--chunk=4096] [--anchor=8192] [--anchor-chunked=yes|no] [--bf16=SHAPED_BF16.dsfa]
           [--label=TEXT]   (what shaped.dsfa is, in the tables: default "f32 (SIMT)")
+          [--bf16-label=TEXT]   (what --bf16's artifact is: default "bf16 (--tile-math=bf16)")
 
 The model and weights are bench/gpu_v41_real_size.py's (random weights in the
 released formats, made in /tmp/dsf-v41-shaped when missing). Parts:
@@ -62,6 +63,7 @@ anchor_tokens = int(option("anchor", "8192"))
 anchor_chunked = option("anchor-chunked", "yes") == "yes"
 bf16_artifact = option("bf16", "")
 label_main = option("label", "f32 (SIMT)")
+label_second = option("bf16-label", "bf16 (--tile-math=bf16)")
 
 os.makedirs(WORK, exist_ok=True)
 manifest = dsfa_tool.manifest(open(artifact, "rb").read())
@@ -136,7 +138,7 @@ def calls(step):
 timeout = int(os.environ.get("DSF_BENCH_TIMEOUT", "560"))
 if "anchor" in parts:
     say(f"## {anchor_tokens:,} tokens: one prefill call against chunks of {chunk:,}"
-        + (" and against bf16 tensor-core products" if bf16_artifact else ""))
+        + (f" and against {label_second}" if bf16_artifact else ""))
     say()
     say("| artifact | how | calls | prefill s | tokens/s | against the first row | decode ms a token | greedy tokens "
         "as the first row's |")
@@ -145,7 +147,7 @@ if "anchor" in parts:
     if anchor_chunked:
         rows.append((label_main, artifact, f"chunks of {chunk:,}", ["--prefill-chunk", str(chunk)]))
     if bf16_artifact:
-        rows.append(("bf16 (--tile-math=bf16)", bf16_artifact, "one call", []))
+        rows.append((label_second, bf16_artifact, "one call", []))
     one, first_tokens = None, None
     for label, art, how, extra in rows:
         try:
