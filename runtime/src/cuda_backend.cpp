@@ -396,11 +396,9 @@ void *failedAllocation(size_t bytes, CUresult r, const char *when) {
   hostFallbacks().insert(host);
   return host;
 }
-} // namespace
 
-namespace {
 /// DSF_CUDA_POISON: the block's bytes 0xFF, in stream order (so after every
-/// kernel that used it before).
+/// kernel that used it before); errorLock held.
 void *poisoned(CUdeviceptr block, size_t bytes) {
   if (driver().poison) {
     CUresult r = driver().cuMemsetD8Async(block, 0xFF, bytes, driver().stream);

@@ -30,6 +30,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "reference"))
 import codecs_np  # noqa: E402
+from sink_attention_np import sink_attention  # noqa: E402
 
 
 def fail(message):
@@ -133,11 +134,6 @@ def launch(name, grid, threads, shared, params, expected):
     check(cu.cuCtxSynchronize(), name)
 
 
-def bf16(x):
-    """float32 -> bf16 (to nearest even) -> float64."""
-    return codecs_np.bf16_rne(x).astype(np.float64)
-
-
 def shared_bytes():
     """SinkAttentionMma.cpp's dynamic shared memory for these sizes."""
     hb = 16 if H <= 16 else 32 if H <= 32 else 64
@@ -148,26 +144,6 @@ def shared_bytes():
     for p in parts:
         at = (at + p + 15) // 16 * 16
     return at, hb
-
-
-def reference(q, rows, cache, selection, sink, emulate):
-    """out[t, h] = softmax over (the token's band rows, its selected entries,
-    the sink) of q k^T scale, times the rows (one KV head: keys = values)."""
-    T, off = q.shape[0], rows.shape[0] - q.shape[0]
-    qq, rr = (bf16(q), bf16(rows)) if emulate else (q.astype(np.float64), rows.astype(np.float64))
-    cc = None if cache is None else (bf16(cache) if emulate else cache.astype(np.float64))
-    out = np.zeros((T, H, D))
-    for t in range(T):
-        cols = [rr[off + t + c - (W - 1)] for c in range(W) if off + t + c - (W - 1) >= 0]
-        if cc is not None:
-            cols += [cc[e] for e in selection[t] if 0 <= e < cc.shape[0]]
-        kv = np.stack(cols)
-        logits = qq[t] @ kv.T * float(scale)
-        m = np.maximum(logits.max(1), sink)
-        p = np.exp(logits - m[:, None])
-        denominator = p.sum(1) + np.exp(sink - m)
-        out[t] = ((bf16(p) if emulate else p) @ kv) / denominator[:, None]
-    return out
 
 
 def run(q, rows, cache, selection, sink):
@@ -204,7 +180,7 @@ def compare(what, q, rows, cache, selection, sink, expected=None):
     finite = np.all(np.isfinite(got))
     errors = []
     for emulate in (True, False):
-        ref = reference(q, rows, cache, selection, sink, emulate)
+        ref = sink_attention(q, rows, cache, selection, sink, W, scale, round_bf16=emulate)
         errors.append(np.linalg.norm(got - ref, axis=2) / np.linalg.norm(ref, axis=2))
     worst = errors[0].max() if finite else np.nan
     ok = rows_exact and worst <= max_rel

@@ -19,6 +19,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "reference"))
 import safetensors_io  # noqa: E402
 import v4  # noqa: E402
+from sink_attention_np import sink_attention  # noqa: E402
 
 if len(sys.argv) not in (4, 5) or (len(sys.argv) == 5 and sys.argv[4] != "--verify"):
     sys.exit("usage: capture_v4_attention.py GOLDEN_DIR PROMPT OUT.npz [--verify]")
@@ -51,20 +52,14 @@ arrays = {n: np.asarray(a, np.float32 if a.dtype.kind == "f" else a.dtype) for n
 np.savez(out_path, **arrays)
 print(f"capture_v4_attention: {len(arrays)} arrays of prompt {prompt} to {out_path}")
 if len(sys.argv) == 5:
-    W, worst = config["sliding_window"], 0.0
-    scale = np.float32(config["head_dim"] ** -0.5)
+    worst = 0.0
     for i in range(config["num_hidden_layers"]):
-        q, rows, sink = (arrays[f"layer{i}_{n}"].astype(np.float64) for n in ("q", "rows", "sink"))
-        for t in range(q.shape[0]):
-            cols = [rows[t + c - (W - 1)] for c in range(W) if t + c - (W - 1) >= 0]
-            if f"layer{i}_cache" in arrays:
-                cols += [arrays[f"layer{i}_cache"][e] for e in arrays[f"layer{i}_selection"][t] if e >= 0]
-            logits = q[t] @ np.stack(cols).T * scale
-            m = np.maximum(logits.max(1), sink)
-            p = np.exp(logits - m[:, None])
-            out = (p @ np.stack(cols)) / (p.sum(1) + np.exp(sink - m))[:, None]
-            ref = arrays[f"layer{i}_out"][t]
-            worst = max(worst, float(np.max(np.linalg.norm(out - ref, axis=1) / np.linalg.norm(ref, axis=1))))
+        cache = arrays.get(f"layer{i}_cache")
+        out = sink_attention(arrays[f"layer{i}_q"], arrays[f"layer{i}_rows"], cache,
+                             arrays.get(f"layer{i}_selection"), arrays[f"layer{i}_sink"],
+                             config["sliding_window"], np.float32(config["head_dim"] ** -0.5))
+        ref = arrays[f"layer{i}_out"]
+        worst = max(worst, float(np.max(np.linalg.norm(out - ref, axis=2) / np.linalg.norm(ref, axis=2))))
     print(f"capture_v4_attention: the outputs recomputed from the capture: relative error {worst:.1e}")
     if not worst <= 1e-5:
         sys.exit(f"capture_v4_attention: {out_path}: the capture does not reproduce its outputs ({worst:.1e})")
