@@ -75,7 +75,10 @@ if convert not in kernels or "cvt.rn.bf16x2" not in kernels[convert][0]:
     fail(f"{ptx_path}: no conversion kernel {convert} before {attention}")
 module_text = header.group(0) + kernels[convert][0] + kernels[attention][0]
 
-cu = ctypes.CDLL("libcuda.so.1")
+try:
+    cu = ctypes.CDLL("libcuda.so.1")
+except OSError as e:
+    fail(f"no CUDA driver (libcuda.so.1): {e}")
 
 
 def check(r, what):
