@@ -48,6 +48,7 @@ struct CudaPipelineOptions {
   int64_t tileMinRowsPerExpert = 32;         // dsf-gpu-grouped-experts min-rows-per-expert
   bool tileCpAsync = true;                   // bf16 tiles staged by cp.async (--no-cp-async: through registers)
   int64_t attentionMmaMinTokens = 0;         // dsf-gpu-sink-attention mma-min-tokens (0: never)
+  int64_t attentionMmaMinBatch = 0;          // dsf-gpu-sink-attention mma-min-batch (0: never)
 };
 /// After dsf-to-linalg: bufferization, one kernel per linalg op (tiled
 /// parallel loops on blocks x threads), NVVM, cubins for `chip` through

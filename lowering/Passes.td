@@ -407,11 +407,21 @@ def GpuSinkAttention : Pass<"dsf-gpu-sink-attention", "::mlir::ModuleOp"> {
     softmax online (the running maximum from the sink). Fewer tokens (a
     decode's) keep the SIMT kernels, which fill the GPU with a block per
     (token, head).
+
+    With `mma-min-batch` N >= 1 (0, the default: never; not
+    batch-invariant) a batched step's helper (dsf.slot_attention) of such a
+    width runs a step of N sequences or more on the same tensor-core
+    kernel, after a kernel that gathers each sequence's columns (its band's
+    ring rows, its entries' page rows, packed ones decoded: E2M1 / E4M3
+    times its scale is exact in bf16) into bf16 rows and their validity:
+    the 64 heads of a sequence's one query are the M of the products.
   }];
   let options = [Option<"batchInvariant", "batch-invariant", "bool", "false",
                         "One kernel (512 threads a block) for any number of tokens">,
                  Option<"mmaMinTokens", "mma-min-tokens", "int64_t", "0",
-                        "Tokens from which a call's attention takes the bf16 tensor-core kernel (0: never)">];
+                        "Tokens from which a call's attention takes the bf16 tensor-core kernel (0: never)">,
+                 Option<"mmaMinBatch", "mma-min-batch", "int64_t", "0",
+                        "Sequences from which a batched step's attention takes the bf16 tensor-core kernel (0: never)">];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",
                            "::mlir::LLVM::LLVMDialect", "::mlir::vector::VectorDialect", "::mlir::nvgpu::NVGPUDialect"];

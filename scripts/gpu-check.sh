@@ -36,6 +36,11 @@ prepare)
   build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cpu --no-batch-decode -o $G/v4small-cpu.dsfa
   # The f32-accuracy check of the tiny V4.1's kernels (its quantized runs have a looser tolerance).
   build/bin/dsf-compile models/deepseek-v4.1-tiny --no-kv-quant --target=cuda --no-batch-decode -o $G/cuda-noquant.dsfa
+  # A batched step's attention on the tensor cores from one sequence
+  # (--attention-mma-min-batch=1; bf16 builds take it from 8 by default),
+  # the projections f32: the tiny V4 (f32 pages), the tiny V4.1 (nvfp4 pages).
+  build/bin/dsf-compile models/deepseek-v4-tiny --no-kv-quant --target=cuda --attention-mma-min-batch=1 -o $G/v4cuda-batch-mma.dsfa
+  build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cuda --attention-mma-min-batch=1 -o $G/cuda-batch-mma.dsfa
   if [[ "${2:-}" != quick ]]; then
   # The tensor cores (--tile-math): the tiny models and the small V4.
   build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cuda --tile-math=3xtf32 --no-batch-decode -o $G/cuda-3xtf32.dsfa
@@ -329,6 +334,30 @@ PY
   for s in 0 1 2; do
     $C $OUT/v4gb.logits --sequence $s --against $OUT/v4cb.logits --max-rel 1e-4 --min-argmax 100 || true
   done
+  # The batched step's attention on the tensor cores (the columns gathered
+  # in bf16, a packed page's entries decoded exactly): the tiny V4 against
+  # the CPU's batch within the bf16 attention's tolerance (its prefill's
+  # tensor-core attention is 5.9e-3 from transformers), the tiny V4.1
+  # (nvfp4 pages) to the default batch's bound, graph replays equal to the
+  # steps launched one by one, and memcheck.
+  if have v4cuda-batch-mma.dsfa cuda-batch-mma.dsfa; then
+    $R $G/v4cuda-batch-mma.dsfa --weights test/golden/v4-tiny/weights.safetensors --batch-prompts /tmp/v4bprompts --dump-logits $OUT/v4mb.logits --timing
+    for s in 0 1 2; do
+      $C $OUT/v4mb.logits --sequence $s --against $OUT/v4cb.logits --max-rel 1e-2 --min-argmax 97 || true
+    done
+    $R $G/cuda-batch-mma.dsfa --weights $G/weights.safetensors --batch-prompts /tmp/bprompts --dump-logits $OUT/mb.logits --timing
+    DSF_CUDA_GRAPHS=0 $R $G/cuda-batch-mma.dsfa --weights $G/weights.safetensors --batch-prompts /tmp/bprompts --dump-logits $OUT/mb-launched.logits
+    for s in 0 2 3 5; do
+      $C $OUT/mb.logits --sequence $s --against $OUT/cb.logits --max-rel 2e-1 --min-argmax 95 || true
+    done
+    for s in 0 1 2 3 4 5; do
+      $C $OUT/mb-launched.logits --sequence $s --against $OUT/mb.logits --exact || true
+    done
+    compute-sanitizer --tool memcheck --print-limit 5 $R $G/cuda-batch-mma.dsfa --weights $G/weights.safetensors \
+      --batch-prompts /tmp/bprompts | tail -1
+    compute-sanitizer --tool memcheck --print-limit 5 $R $G/v4cuda-batch-mma.dsfa --weights test/golden/v4-tiny/weights.safetensors \
+      --batch-prompts /tmp/v4bprompts | tail -1
+  fi
   compute-sanitizer --tool memcheck --print-limit 5 $R $G/cuda.dsfa --weights $G/weights.safetensors \
     --batch-prompts /tmp/bprompts | tail -1
   compute-sanitizer --tool memcheck --print-limit 5 $R $G/cuda.dsfa --weights $G/weights.safetensors \

@@ -42,7 +42,8 @@ LogicalResult mlir::dsf::buildCudaPipelineFromLinalg(OpPassManager &pm, const Cu
   // (dsf-gpu-route-experts), each sink attention over the band and the
   // selected entries one kernel, a block per (token, head), or from
   // --attention-mma-min-tokens tokens (a prefill's; by default in bf16
-  // builds) a tensor-core kernel, a block per (token, group of heads)
+  // builds) a tensor-core kernel, a block per (token, group of heads), and
+  // so a batched step's from --attention-mma-min-batch sequences
   // (dsf-gpu-sink-attention), the Sinkhorn rounds of other helpers one kernel
   // (dsf-gpu-fuse-sinkhorn), constants and index computations sunk into each
   // launch before it is outlined (gpu-launch-sink-index-computations:
@@ -58,7 +59,8 @@ LogicalResult mlir::dsf::buildCudaPipelineFromLinalg(OpPassManager &pm, const Cu
   // kernels' and the attention's cp.async copies (nvgpu) become NVVM inside each gpu.module.
   std::string cpAsync = options.tileCpAsync ? "true" : "false";
   std::string text = "canonicalize,convert-bufferization-to-memref,dsf-copies-to-linalg,dsf-gpu-fuse-mhc,dsf-gpu-select-topk,dsf-gpu-route-experts,dsf-gpu-sink-attention{batch-invariant=" + invariant +
-                     " mma-min-tokens=" + std::to_string(options.attentionMmaMinTokens) + "},symbol-dce,dsf-gpu-fuse-sinkhorn,"
+                     " mma-min-tokens=" + std::to_string(options.attentionMmaMinTokens) +
+                     " mma-min-batch=" + std::to_string(options.attentionMmaMinBatch) + "},symbol-dce,dsf-gpu-fuse-sinkhorn,"
                      "dsf-gpu-grouped-experts{batch-invariant=" + invariant + " math=" + options.tileMath + " cp-async=" + cpAsync +
                      " min-rows-per-expert=" + std::to_string(options.tileMinRowsPerExpert) +
                      "},dsf-gpu-tiled-matmul{batch-invariant=" + invariant + " math=" + options.tileMath + " cp-async=" + cpAsync +

@@ -438,14 +438,18 @@ struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
     // kernel (a block per token and group of heads; its operands bf16
     // whatever the projections' tile math); fewer tokens (a decode's) keep
     // the SIMT kernels, whose blocks per (token, head) fill the GPU where a
-    // block per token would not.
+    // block per token would not. A batched step's helper likewise from
+    // mma-min-batch sequences (one query each).
     if (useMma(a)) {
+      int64_t minTokens = a.slots ? mmaMinBatch : mmaMinTokens;
       auto many = scf::IfOp::create(
-          b, loc, TypeRange{}, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, tokens, idx(b, mmaMinTokens)),
+          b, loc, TypeRange{}, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, tokens, idx(b, minTokens)),
           /*withElse=*/true);
       OpBuilder prefill = many.getThenBodyBuilder(), few = many.getElseBodyBuilder();
-      buildSinkAttentionMma(prefill, loc, SinkAttentionMma{a.heads, a.width, a.window, a.k, a.scale, q, window, cache,
-                                                           selection, sink, out, tokens, rows, entries});
+      buildSinkAttentionMma(prefill, loc,
+                            SinkAttentionMma{a.heads, a.width, a.window, a.k, a.scale, q, window, cache, selection,
+                                             sink, out, tokens, rows, entries, a.slots, positions, table,
+                                             a.pageEntries, a.packed});
       buildSimt(few);
     } else {
       buildSimt(b);
@@ -453,19 +457,24 @@ struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
     func::ReturnOp::create(b, loc, out);
   }
 
-  /// Whether the tensor-core kernel runs `a`'s prefills: a build that need
-  /// not equal its decodes bit for bit, the sequence
-  /// helper's unpacked rows (a batch's slot helper runs decode steps), and
-  /// sizes it takes.
+  /// Whether the tensor-core kernel runs some of `a`'s calls: a build that
+  /// need not equal its decodes bit for bit, a threshold for the helper's
+  /// kind (the sequence helper's calls or a batched step's), and sizes it
+  /// takes.
   bool useMma(const Attention &a) const {
-    return mmaMinTokens > 0 && !batchInvariant && !a.slots && !a.packed &&
-           sinkAttentionMmaFits(a.heads, a.width);
+    return (a.slots ? mmaMinBatch : mmaMinTokens) > 0 && !batchInvariant && sinkAttentionMmaFits(a.heads, a.width);
   }
 
   void runOnOperation() override {
     if (mmaMinTokens < 0) {
       getOperation()->emitError() << getArgument() << ": mma-min-tokens must be a count of tokens >= 0 (0: never), not "
                                   << int64_t(mmaMinTokens);
+      return signalPassFailure();
+    }
+    if (mmaMinBatch < 0) {
+      getOperation()->emitError() << getArgument()
+                                  << ": mma-min-batch must be a count of sequences >= 0 (0: never), not "
+                                  << int64_t(mmaMinBatch);
       return signalPassFailure();
     }
     Builder builder(&getContext());

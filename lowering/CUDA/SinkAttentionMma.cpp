@@ -119,40 +119,140 @@ void buildSinkAttentionMma(OpBuilder &b, Location loc, const SinkAttentionMma &a
     return math::ExpOp::create(o, loc, arith::SubFOp::create(o, loc, x, y)).getResult();
   };
 
-  // 1. The rows in bf16.
+  // 1. The rows in bf16: the helper's window and cache rows, or a batch's
+  // gathered columns.
   Value tokens = a.tokens, rows = a.rows, entries = a.k ? a.entries : c(b, 0);
-  Value kvRows = a.k ? add(b, rows, entries) : rows;
-  Value kv = memref::AllocOp::create(b, loc, MemRefType::get({ShapedType::kDynamic, D}, bf16), ValueRange{kvRows});
-  {
-    const int64_t perRow = D / kConvertLanes;
-    Value quads = mul(b, kvRows, c(b, perRow));
+  Value kv, validRows;
+  const int64_t perQuadRow = D / kConvertLanes;
+  auto vec4 = VectorType::get({kConvertLanes}, f32);
+  auto load4 = [&](OpBuilder &w, Value src, Value at, Value d) {
+    return vector::LoadOp::create(w, loc, vec4, src, ValueRange{at, d}, /*nontemporal=*/false, llvm::MaybeAlign(16))
+        .getResult();
+  };
+  auto store4 = [&](OpBuilder &w, Value v, Value at, Value d) {
+    Value h = arith::TruncFOp::create(w, loc, VectorType::get({kConvertLanes}, bf16), v);
+    vector::StoreOp::create(w, loc, h, kv, ValueRange{at, d}, /*nontemporal=*/false, llvm::MaybeAlign(8));
+  };
+  if (!a.slots) {
+    Value kvRows = a.k ? add(b, rows, entries) : rows;
+    kv = memref::AllocOp::create(b, loc, MemRefType::get({ShapedType::kDynamic, D}, bf16), ValueRange{kvRows});
+    Value quads = mul(b, kvRows, c(b, perQuadRow));
     Value blocks = ceilDiv(b, loc, quads, kThreads);
     Value one = c(b, 1);
     auto launch = gpu::LaunchOp::create(b, loc, blocks, one, one, c(b, kThreads), one, one);
     OpBuilder k = OpBuilder::atBlockEnd(&launch.getBody().front());
     Value i = add(k, mul(k, launch.getBlockIds().x, c(k, kThreads)), launch.getThreadIds().x);
     ifThen(k, cmp(k, arith::CmpIPredicate::ult, i, quads), [&](OpBuilder &o) {
-      Value row = arith::DivUIOp::create(o, loc, i, c(o, perRow));
-      Value d = mul(o, arith::RemUIOp::create(o, loc, i, c(o, perRow)), c(o, kConvertLanes));
-      auto vec = VectorType::get({kConvertLanes}, f32);
-      auto load = [&](OpBuilder &w, Value src, Value at) {
-        return vector::LoadOp::create(w, loc, vec, src, ValueRange{at, d}, /*nontemporal=*/false, llvm::MaybeAlign(16))
-            .getResult();
-      };
+      Value row = arith::DivUIOp::create(o, loc, i, c(o, perQuadRow));
+      Value d = mul(o, arith::RemUIOp::create(o, loc, i, c(o, perQuadRow)), c(o, kConvertLanes));
       Value v;
       if (a.k) {
-        auto fromWindow = scf::IfOp::create(o, loc, TypeRange{vec}, cmp(o, arith::CmpIPredicate::ult, row, rows),
+        auto fromWindow = scf::IfOp::create(o, loc, TypeRange{vec4}, cmp(o, arith::CmpIPredicate::ult, row, rows),
                                             /*withElse=*/true);
         OpBuilder w = fromWindow.getThenBodyBuilder();
-        scf::YieldOp::create(w, loc, load(w, a.windowRows, row));
+        scf::YieldOp::create(w, loc, load4(w, a.windowRows, row, d));
         OpBuilder e = fromWindow.getElseBodyBuilder();
-        scf::YieldOp::create(e, loc, load(e, a.cacheRows, sub(e, row, rows)));
+        scf::YieldOp::create(e, loc, load4(e, a.cacheRows, sub(e, row, rows), d));
         v = fromWindow.getResult(0);
       } else {
-        v = load(o, a.windowRows, row);
+        v = load4(o, a.windowRows, row, d);
       }
-      Value h = arith::TruncFOp::create(o, loc, VectorType::get({kConvertLanes}, bf16), v);
-      vector::StoreOp::create(o, loc, h, kv, ValueRange{row, d}, /*nontemporal=*/false, llvm::MaybeAlign(8));
+      store4(o, v, row, d);
+    });
+    gpu::TerminatorOp::create(k, loc);
+  } else {
+    // A batch: row t columns + c is sequence t's column c, as the SIMT
+    // kernel reads it — band column c its ring's row of position
+    // p - (W - 1) + c when that is >= 0, entry s = c - W the row
+    // selection[t, s] mod E of page table[t, selection[t, s] div E]
+    // (packed rows decoded: E2M1 or E4M3 times its scale is exact in bf16)
+    // — or zeros, and validRows[t columns + c] whether it is a row. An
+    // entry of -1, or whose page or row lies past the table or the pool,
+    // is no row.
+    Value gathered = mul(b, tokens, c(b, columns));
+    kv = memref::AllocOp::create(b, loc, MemRefType::get({ShapedType::kDynamic, D}, bf16), ValueRange{gathered});
+    validRows = memref::AllocOp::create(b, loc, MemRefType::get({ShapedType::kDynamic}, i32), ValueRange{gathered});
+    Value tablePages = a.k ? memref::DimOp::create(b, loc, a.pageTable, c(b, 1)).getResult() : Value();
+    Value quads = mul(b, gathered, c(b, perQuadRow));
+    Value blocks = ceilDiv(b, loc, quads, kThreads);
+    Value one = c(b, 1);
+    auto launch = gpu::LaunchOp::create(b, loc, blocks, one, one, c(b, kThreads), one, one);
+    OpBuilder k = OpBuilder::atBlockEnd(&launch.getBody().front());
+    Value i = add(k, mul(k, launch.getBlockIds().x, c(k, kThreads)), launch.getThreadIds().x);
+    ifThen(k, cmp(k, arith::CmpIPredicate::ult, i, quads), [&](OpBuilder &o) {
+      Value at = arith::DivUIOp::create(o, loc, i, c(o, perQuadRow));
+      Value d = mul(o, arith::RemUIOp::create(o, loc, i, c(o, perQuadRow)), c(o, kConvertLanes));
+      Value t = arith::DivUIOp::create(o, loc, at, c(o, columns)), col = arith::RemUIOp::create(o, loc, at, c(o, columns));
+      Value inBand = cmp(o, arith::CmpIPredicate::ult, col, c(o, a.window));
+      Type i1 = o.getI1Type();
+      auto none = [&](OpBuilder &w) {
+        scf::YieldOp::create(w, loc, ValueRange{arith::ConstantIntOp::create(w, loc, 0, 1), c(w, 0)});
+      };
+      auto source = scf::IfOp::create(o, loc, TypeRange{i1, index}, inBand, /*withElse=*/true);
+      {
+        OpBuilder w = source.getThenBodyBuilder();
+        Value position = arith::IndexCastOp::create(w, loc, index, memref::LoadOp::create(w, loc, a.positions, ValueRange{t}));
+        Value shifted = add(w, position, col);
+        Value ok = cmp(w, arith::CmpIPredicate::uge, shifted, c(w, a.window - 1));
+        Value ring = add(w, mul(w, t, c(w, a.window)),
+                         arith::RemUIOp::create(w, loc, sub(w, shifted, c(w, a.window - 1)), c(w, a.window)));
+        scf::YieldOp::create(w, loc, ValueRange{ok, select(w, ok, ring, c(w, 0))});
+      }
+      {
+        OpBuilder w = source.getElseBodyBuilder();
+        if (!a.k) {
+          none(w);
+        } else {
+          Value e = memref::LoadOp::create(w, loc, a.selection, ValueRange{t, sub(w, col, c(w, a.window))});
+          Value entry = arith::IndexCastOp::create(w, loc, index, arith::MaxSIOp::create(w, loc, e, ci32(w, 0)));
+          Value pageAt = arith::DivUIOp::create(w, loc, entry, c(w, a.pageEntries));
+          Value listed = arith::AndIOp::create(w, loc, cmp(w, arith::CmpIPredicate::sge, e, ci32(w, 0)),
+                                               cmp(w, arith::CmpIPredicate::ult, pageAt, tablePages));
+          auto paged = scf::IfOp::create(w, loc, TypeRange{i1, index}, listed, /*withElse=*/true);
+          OpBuilder y = paged.getThenBodyBuilder();
+          Value page = memref::LoadOp::create(y, loc, a.pageTable, ValueRange{t, pageAt});
+          Value pageRow = add(y, mul(y, arith::IndexCastOp::create(y, loc, index, arith::MaxSIOp::create(y, loc, page, ci32(y, 0))),
+                                     c(y, a.pageEntries)),
+                              arith::RemUIOp::create(y, loc, entry, c(y, a.pageEntries)));
+          Value ok = arith::AndIOp::create(y, loc, cmp(y, arith::CmpIPredicate::sge, page, ci32(y, 0)),
+                                           cmp(y, arith::CmpIPredicate::ult, pageRow, entries));
+          scf::YieldOp::create(y, loc, ValueRange{ok, select(y, ok, pageRow, c(y, 0))});
+          OpBuilder n = paged.getElseBodyBuilder();
+          none(n);
+          scf::YieldOp::create(w, loc, paged.getResults());
+        }
+      }
+      Value isRow = source.getResult(0), row = source.getResult(1);
+      auto value = scf::IfOp::create(o, loc, TypeRange{vec4}, isRow, /*withElse=*/true);
+      {
+        OpBuilder w = value.getThenBodyBuilder();
+        auto fromRing = scf::IfOp::create(w, loc, TypeRange{vec4}, inBand, /*withElse=*/true);
+        OpBuilder r = fromRing.getThenBodyBuilder();
+        scf::YieldOp::create(r, loc, load4(r, a.windowRows, row, d));
+        OpBuilder p = fromRing.getElseBodyBuilder();
+        if (!a.k) {
+          scf::YieldOp::create(p, loc, load4(p, a.windowRows, row, d));
+        } else if (!a.packed) {
+          scf::YieldOp::create(p, loc, load4(p, a.cacheRows, row, d));
+        } else {
+          auto byteAt = [&](Value column) -> Value {
+            return arith::ExtUIOp::create(p, loc, i32, memref::LoadOp::create(p, loc, a.cacheRows, ValueRange{row, column}));
+          };
+          SmallVector<Value> channels;
+          for (int64_t j = 0; j < kConvertLanes; ++j)
+            channels.push_back(lowering::decodePacked(p, loc, byteAt, add(p, d, c(p, j)), *a.packed));
+          scf::YieldOp::create(p, loc, vector::FromElementsOp::create(p, loc, vec4, channels).getResult());
+        }
+        scf::YieldOp::create(w, loc, fromRing.getResults());
+      }
+      {
+        OpBuilder w = value.getElseBodyBuilder();
+        scf::YieldOp::create(w, loc, arith::ConstantOp::create(w, loc, DenseElementsAttr::get(vec4, 0.0f)).getResult());
+      }
+      store4(o, value.getResult(0), at, d);
+      ifThen(o, cmp(o, arith::CmpIPredicate::eq, d, c(o, 0)), [&](OpBuilder &w) {
+        memref::StoreOp::create(w, loc, arith::ExtUIOp::create(w, loc, i32, isRow), validRows, ValueRange{at});
+      });
     });
     gpu::TerminatorOp::create(k, loc);
   }
@@ -198,8 +298,16 @@ void buildSinkAttentionMma(OpBuilder &b, Location loc, const SinkAttentionMma &a
   // Column c of the token: its row in kv and whether it is one. Band column
   // c < W is window row off + t + c - (W - 1) when that is >= 0; entry
   // s = c - W is kv row rows + selection[t, s] when that entry exists.
-  Value self = add(k, sub(k, rows, tokens), t);
+  Value self = a.slots ? Value() : add(k, sub(k, rows, tokens), t);
   auto columnRow = [&](OpBuilder &o, Value col) -> std::pair<Value, Value> {
+    if (a.slots) {
+      // The gathered row t columns + c and its validity.
+      Value row = add(o, mul(o, t, c(o, columns)), arith::MinUIOp::create(o, loc, col, c(o, columns - 1)));
+      Value isRow = arith::AndIOp::create(
+          o, loc, cmp(o, arith::CmpIPredicate::ult, col, c(o, columns)),
+          cmp(o, arith::CmpIPredicate::ne, memref::LoadOp::create(o, loc, validRows, ValueRange{row}), ci32(o, 0)));
+      return {isRow, row};
+    }
     Value inBand = cmp(o, arith::CmpIPredicate::ult, col, c(o, a.window));
     Value shifted = add(o, self, col);
     Value bandValid = arith::AndIOp::create(o, loc, inBand, cmp(o, arith::CmpIPredicate::uge, shifted,
@@ -493,6 +601,8 @@ void buildSinkAttentionMma(OpBuilder &b, Location loc, const SinkAttentionMma &a
     }
   gpu::TerminatorOp::create(k, loc);
   memref::DeallocOp::create(b, loc, kv);
+  if (validRows)
+    memref::DeallocOp::create(b, loc, validRows);
 }
 
 } // namespace mlir::dsf

@@ -15,6 +15,8 @@
 #ifndef DSF_LOWERING_CUDA_SINKATTENTIONMMA_H
 #define DSF_LOWERING_CUDA_SINKATTENTIONMMA_H
 
+#include "lowering/ScalarMath.h"
+
 #include "mlir/IR/Builders.h"
 
 namespace mlir::dsf {
@@ -29,6 +31,17 @@ struct SinkAttentionMma {
   Value queries, windowRows, cacheRows, selection, sink, out;
   /// Their dimensions, as the helper computed them (entries: with k > 0).
   Value tokens, rows, entries;
+  /// A batched step's helper (dsf.slot_attention; `tokens` are its
+  /// sequences, one query each): `windowRows` are the rings [tokens W,
+  /// width] f32 (sequence t's at rows t W .., position p at row p mod W),
+  /// `positions` [tokens] i32 their positions, and with k > 0 `cacheRows`
+  /// the pages [pool rows, width] f32 or with `packed` their packed rows
+  /// [pool rows, row bytes] i8, `pageTable` [tokens, pages] i32 (entry e of
+  /// sequence t: row e mod pageEntries of page table[t, e div pageEntries]).
+  bool slots = false;
+  Value positions, pageTable;
+  int64_t pageEntries = 0;
+  std::optional<lowering::PackedCodes> packed;
 };
 
 /// Whether the tensor-core kernel takes these sizes: widths a multiple of
@@ -39,7 +52,10 @@ bool sinkAttentionMmaFits(int64_t heads, int64_t width);
 
 /// Builds at `b` (host code) the kernels that compute `a.out`: the window's
 /// and the cache's rows rounded to bf16 into one buffer (a kernel; freed
-/// after the attention), then the attention kernel.
+/// after the attention), then the attention kernel. For slots the first
+/// kernel gathers each sequence's columns instead (its band's ring rows,
+/// its entries' page rows decoded) into [tokens x columns] bf16 rows and
+/// their validity.
 void buildSinkAttentionMma(OpBuilder &b, Location loc, const SinkAttentionMma &a);
 
 } // namespace mlir::dsf

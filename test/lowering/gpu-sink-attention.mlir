@@ -4,6 +4,8 @@
 // RUN: dsf-opt %s --dsf-gpu-sink-attention=mma-min-tokens=0 --split-input-file -verify-diagnostics | FileCheck %s --check-prefix=MMAOFF
 // RUN: dsf-opt %s --dsf-gpu-sink-attention="mma-min-tokens=64" --split-input-file -verify-diagnostics | FileCheck %s --check-prefix=MMA64
 // RUN: dsf-opt %s --dsf-gpu-sink-attention="mma-min-tokens=16 batch-invariant=true" --split-input-file -verify-diagnostics | FileCheck %s --check-prefix=MMAINVARIANT
+// RUN: dsf-opt %s --dsf-gpu-sink-attention="mma-min-batch=8" --split-input-file -verify-diagnostics | FileCheck %s --check-prefix=BATCHMMA
+// RUN: dsf-opt %s --dsf-gpu-sink-attention="mma-min-batch=8 batch-invariant=true" --split-input-file -verify-diagnostics | FileCheck %s --check-prefix=BATCHINVARIANT
 
 // Sink attention over a band of 4 window rows and 8 selected entries becomes
 // one kernel, a block per (token, head) — 512 threads below 1,024 blocks (a
@@ -346,3 +348,101 @@ func.func private @dsf_attention_slots_packed_unknown(%q: memref<?x2x64xf32>, %r
   %o = memref.alloc(%t) : memref<?x2x64xf32>
   return %o : memref<?x2x64xf32>
 }
+
+// -----
+
+// With mma-min-batch N >= 1 (not batch-invariant) a batched step of N
+// sequences or more whose width is a multiple of 128 takes the tensor-core
+// kernel: first a kernel gathers sequence t's column c into bf16 row
+// t (W + k) + c — band column c its ring's row (t W + (p - (W - 1) + c) mod W,
+// when that position is >= 0), entry s the row selection[t, s] mod 16 of
+// page table[t, selection[t, s] div 16] (when the entry is >= 0, its page
+// within the table and the row within the pool), else zeros — and stores
+// whether it is a row; the attention kernel then reads row t (W + k) + c
+// and that flag. Smaller steps keep the SIMT kernel. mma-min-tokens alone
+// leaves a batched step's helper on the SIMT kernel.
+func.func private @dsf_attention_slots_h4_d128_w16_k8_s3e000000_e16(%q: memref<?x4x128xf32>, %rings: memref<?x128xf32>,
+    %pos: memref<?xi32>, %pages: memref<?x128xf32>, %table: memref<?x?xi32>, %sel: memref<?x8xi32>,
+    %sink: memref<4xf32>) -> memref<?x4x128xf32>
+    attributes {dsf.slot_attention = {heads = 4 : i64, width = 128 : i64, window = 16 : i64, k = 8 : i64, scale = 0.125 : f32, page_entries = 16 : i64}} {
+  %c0 = arith.constant 0 : index
+  %t = memref.dim %q, %c0 : memref<?x4x128xf32>
+  %o = memref.alloc(%t) : memref<?x4x128xf32>
+  return %o : memref<?x4x128xf32>
+}
+// BATCHMMA-LABEL: func.func private @dsf_attention_slots_h4_d128_w16_k8_s3e000000_e16
+// BATCHMMA: %[[T:.*]] = memref.dim %arg0, %c0
+// BATCHMMA: %[[MANY:.*]] = arith.cmpi uge, %[[T]], %c8
+// BATCHMMA: scf.if %[[MANY]] {
+// BATCHMMA: %[[GATHERED:.*]] = arith.muli %[[T]], %c24
+// BATCHMMA: %[[KV:.*]] = memref.alloc(%[[GATHERED]]) : memref<?x128xbf16>
+// BATCHMMA: %[[VALID:.*]] = memref.alloc(%[[GATHERED]]) : memref<?xi32>
+// BATCHMMA: %[[PAGES:.*]] = memref.dim %arg4, %c1
+// BATCHMMA: gpu.launch
+// BATCHMMA: %[[AT:.*]] = arith.divui %{{.*}}, %c32
+// BATCHMMA: %[[SEQ:.*]] = arith.divui %[[AT]], %c24
+// BATCHMMA: %[[COL:.*]] = arith.remui %[[AT]], %c24
+// BATCHMMA: %[[BAND:.*]] = arith.cmpi ult, %[[COL]], %c16
+// BATCHMMA: scf.if %[[BAND]] -> (i1, index) {
+// BATCHMMA: memref.load %arg2[%[[SEQ]]] : memref<?xi32>
+// BATCHMMA: arith.cmpi uge, %{{.*}}, %c15
+// BATCHMMA: arith.remui %{{.*}}, %c16
+// BATCHMMA: } else {
+// BATCHMMA: memref.load %arg5[%[[SEQ]], %{{.*}}] : memref<?x8xi32>
+// BATCHMMA: arith.cmpi ult, %{{.*}}, %[[PAGES]]
+// BATCHMMA: scf.if %{{.*}} -> (i1, index) {
+// BATCHMMA: memref.load %arg4[%[[SEQ]], %{{.*}}] : memref<?x?xi32>
+// BATCHMMA: arith.cmpi ult, %{{.*}}, %dim
+// BATCHMMA: vector.load %arg1{{.*}} : memref<?x128xf32>, vector<4xf32>
+// BATCHMMA: vector.load %arg3{{.*}} : memref<?x128xf32>, vector<4xf32>
+// BATCHMMA: arith.truncf %{{.*}} : vector<4xf32> to vector<4xbf16>
+// BATCHMMA: vector.store %{{.*}}, %[[KV]][%[[AT]], %{{.*}}]
+// BATCHMMA: memref.store %{{.*}}, %[[VALID]][%[[AT]]] : memref<?xi32>
+// BATCHMMA: gpu.terminator
+// BATCHMMA: gpu.launch blocks(%[[TOK:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[T]], {{.*}} dynamic_shared_memory_size
+// BATCHMMA: %[[SEQROW:.*]] = arith.muli %[[TOK]], %c24
+// BATCHMMA: %[[ROW:.*]] = arith.addi %[[SEQROW]]
+// BATCHMMA: memref.load %[[VALID]][%[[ROW]]] : memref<?xi32>
+// BATCHMMA-COUNT-4: nvgpu.device_async_copy %[[KV]][%[[ROW]]
+// BATCHMMA: nvvm.mma.sync
+// BATCHMMA: memref.dealloc %[[KV]]
+// BATCHMMA: memref.dealloc %[[VALID]]
+// BATCHMMA: } else {
+// BATCHMMA-NOT: nvgpu
+// BATCHMMA: gpu.launch
+// BATCHMMA: return
+// MMA-LABEL: func.func private @dsf_attention_slots_h4_d128_w16_k8_s3e000000_e16
+// MMA-NOT: nvgpu
+// MMA: return
+// BATCHINVARIANT-LABEL: func.func private @dsf_attention_slots_h4_d128_w16_k8_s3e000000_e16
+// BATCHINVARIANT-NOT: nvgpu
+// BATCHINVARIANT: return
+
+// -----
+
+// Packed pages (nvfp4) on the tensor cores: the gathering kernel decodes
+// each of its four channels from the entry's code byte (its nibble: the
+// E2M1 value) and its block's scale byte (E4M3) as the SIMT kernel does,
+// in registers rather than from a table in shared memory.
+func.func private @dsf_attention_slots_packed_h4_d128_w16_k8_s3e000000_e16(%q: memref<?x4x128xf32>, %rings: memref<?x128xf32>,
+    %pos: memref<?xi32>, %pages: memref<?x72xi8>, %table: memref<?x?xi32>, %sel: memref<?x8xi32>,
+    %sink: memref<4xf32>) -> memref<?x4x128xf32>
+    attributes {dsf.slot_attention = {heads = 4 : i64, width = 128 : i64, window = 16 : i64, k = 8 : i64, scale = 0.125 : f32, page_entries = 16 : i64, packed = "nvfp4"}} {
+  %c0 = arith.constant 0 : index
+  %t = memref.dim %q, %c0 : memref<?x4x128xf32>
+  %o = memref.alloc(%t) : memref<?x4x128xf32>
+  return %o : memref<?x4x128xf32>
+}
+// BATCHMMA-LABEL: func.func private @dsf_attention_slots_packed_h4_d128_w16_k8_s3e000000_e16
+// BATCHMMA: scf.if
+// BATCHMMA: %[[KV:.*]] = memref.alloc(%{{.*}}) : memref<?x128xbf16>
+// BATCHMMA: gpu.launch
+// BATCHMMA: vector.load %arg1{{.*}} : memref<?x128xf32>, vector<4xf32>
+// BATCHMMA-COUNT-8: memref.load %arg3[%{{.*}}, %{{.*}}] : memref<?x72xi8>
+// BATCHMMA: vector.from_elements %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : vector<4xf32>
+// BATCHMMA: arith.truncf %{{.*}} : vector<4xf32> to vector<4xbf16>
+// BATCHMMA: gpu.terminator
+// BATCHMMA: nvvm.mma.sync
+// BATCHMMA: } else {
+// BATCHMMA: gpu.launch
+// BATCHMMA: return

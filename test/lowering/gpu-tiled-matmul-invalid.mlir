@@ -4,6 +4,7 @@
 // RUN: not dsf-opt %s --dsf-gpu-tiled-matmul="min-blocks=-2" 2>&1 | FileCheck --check-prefix=BLOCKS %s
 // RUN: not dsf-opt %s --dsf-gpu-grouped-experts="min-rows-per-expert=-1" 2>&1 | FileCheck --check-prefix=SPREAD %s
 // RUN: not dsf-opt %s --dsf-gpu-sink-attention="mma-min-tokens=-1" 2>&1 | FileCheck --check-prefix=MMAMIN %s
+// RUN: not dsf-opt %s --dsf-gpu-sink-attention="mma-min-batch=-3" 2>&1 | FileCheck --check-prefix=MMABATCH %s
 
 // The tiled kernels' arithmetic is f32, tf32, 3xtf32 or bf16; anything else is an
 // error naming the pass and the value.
@@ -19,3 +20,4 @@ module {
 // The tensor-core attention's threshold is a count of tokens (0: never); a
 // negative one is an error naming the pass and the value.
 // MMAMIN: error: dsf-gpu-sink-attention: mma-min-tokens must be a count of tokens >= 0 (0: never), not -1
+// MMABATCH: error: dsf-gpu-sink-attention: mma-min-batch must be a count of sequences >= 0 (0: never), not -3

@@ -114,6 +114,13 @@ cl::opt<long> attentionMmaMinTokens("attention-mma-min-tokens",
                                              "token and group of heads), fewer on the SIMT kernels (f32); 0: never. "
                                              "Default 16 with --tile-math=bf16, else 0"),
                                     cl::init(0), cl::cat(dsfCategory));
+cl::opt<long> attentionMmaMinBatch("attention-mma-min-batch",
+                                   cl::desc("--target=cuda: a batched decode step of this many sequences or more "
+                                            "runs its sink attention on the tensor cores (the sequences' columns "
+                                            "gathered in bf16, a block per sequence and group of heads), smaller "
+                                            "steps on the SIMT kernels; 0: never. Default 8 with --tile-math=bf16, "
+                                            "else 0"),
+                                   cl::init(0), cl::cat(dsfCategory));
 cl::opt<bool> noCpAsync("no-cp-async",
                         cl::desc("--target=cuda --tile-math=bf16: stage the tiles' operands through registers "
                                  "rather than copying them by cp.async into a ring of shared-memory stages"),
@@ -193,6 +200,8 @@ int compileArtifact(mlir::ModuleOp module, const dsf::ModelConfig &config,
   // f32-family builds keep f32 attention unless asked.
   cudaOptions.attentionMmaMinTokens =
       attentionMmaMinTokens.getNumOccurrences() ? long(attentionMmaMinTokens) : (tileMath == "bf16" ? 16 : 0);
+  cudaOptions.attentionMmaMinBatch =
+      attentionMmaMinBatch.getNumOccurrences() ? long(attentionMmaMinBatch) : (tileMath == "bf16" ? 8 : 0);
   if (cuda && !cudaOptions.emitPtx && !llvm::sys::fs::exists(cudaToolkit + "/bin/ptxas"))
     return error("--target=cuda: no ptxas in " + cudaToolkit + "/bin (give the toolkit with --cuda-toolkit)");
   if (failed(mlir::applyPassManagerCLOptions(toLlvm)) ||
@@ -297,6 +306,11 @@ int main(int argc, char **argv) {
                  std::to_string(attentionMmaMinTokens));
   if (attentionMmaMinTokens.getNumOccurrences() && target != "cuda")
     return error("--attention-mma-min-tokens chooses the attention kernels of --target=cuda");
+  if (attentionMmaMinBatch < 0)
+    return error("--attention-mma-min-batch: expected a count of sequences >= 0 (0: never), not " +
+                 std::to_string(attentionMmaMinBatch));
+  if (attentionMmaMinBatch.getNumOccurrences() && target != "cuda")
+    return error("--attention-mma-min-batch chooses the attention kernels of --target=cuda");
   if (noCpAsync && tileMath != "bf16")
     return error("--no-cp-async chooses how the bf16 tiles are staged: it needs --target=cuda --tile-math=bf16");
 
