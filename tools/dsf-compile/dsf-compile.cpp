@@ -118,8 +118,8 @@ cl::opt<long> attentionMmaMinBatch("attention-mma-min-batch",
                                    cl::desc("--target=cuda: a batched decode step of this many sequences or more "
                                             "runs its sink attention on the tensor cores (the sequences' columns "
                                             "gathered in bf16, a block per sequence and group of heads), smaller "
-                                            "steps on the SIMT kernels; 0: never. Default 8 with --tile-math=bf16, "
-                                            "else 0"),
+                                            "steps on the SIMT kernels; 0: never. Default 1 with --tile-math=bf16 "
+                                            "(bench/results/gpu-batch-attention-mma.md), else 0"),
                                    cl::init(0), cl::cat(dsfCategory));
 cl::opt<bool> noCpAsync("no-cp-async",
                         cl::desc("--target=cuda --tile-math=bf16: stage the tiles' operands through registers "
@@ -201,7 +201,7 @@ int compileArtifact(mlir::ModuleOp module, const dsf::ModelConfig &config,
   cudaOptions.attentionMmaMinTokens =
       attentionMmaMinTokens.getNumOccurrences() ? long(attentionMmaMinTokens) : (tileMath == "bf16" ? 16 : 0);
   cudaOptions.attentionMmaMinBatch =
-      attentionMmaMinBatch.getNumOccurrences() ? long(attentionMmaMinBatch) : (tileMath == "bf16" ? 8 : 0);
+      attentionMmaMinBatch.getNumOccurrences() ? long(attentionMmaMinBatch) : (tileMath == "bf16" ? 1 : 0);
   if (cuda && !cudaOptions.emitPtx && !llvm::sys::fs::exists(cudaToolkit + "/bin/ptxas"))
     return error("--target=cuda: no ptxas in " + cudaToolkit + "/bin (give the toolkit with --cuda-toolkit)");
   if (failed(mlir::applyPassManagerCLOptions(toLlvm)) ||

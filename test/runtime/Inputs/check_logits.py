@@ -6,14 +6,19 @@ CONFIG_DIR --weights W [--dense] [--quant]: the quantizers on). Prints the relat
 below --min-argmax (percent), or on any non-finite logit.
 --against OTHER_DUMP compares two dumps of the same ids on the positions
 both hold (a split prefill's tail against the full prefill); --exact also
-requires bit-identical logits; --last N compares the last N positions only.
+requires bit-identical logits; --last N compares the last N positions only,
+--positions LO:HI those from LO to HI - 1.
+--common-prefix compares two greedy generations that may part: only the
+positions before the first id where they differ (position p's logits depend
+on ids 0..p only, and the last compared one is where their argmax parted);
+--min-common N fails when that prefix is shorter than N ids.
 --sequence S takes sequence S of a batch's dump (dsf-run --batch-prompts), and
 of OTHER_DUMP when that is a batch's too.
 --decode-from N [--chunk K] runs the reference as dsf-run --then-ids does:
 a prefill of the first N ids, then the rest K at a time through its decode.
 usage: check_logits.py DUMP (--golden IO --key K --row R | --reference DIR --weights W [--dense] [--quant] [--no-pool] [--prefill MODE]
                              [--decode-from N [--chunk K]]
-                             | --against OTHER_DUMP) [--sequence S] [--last N] [--max-rel R] [--min-argmax P] [--exact]"""
+                             | --against OTHER_DUMP [--common-prefix [--min-common N]]) [--sequence S] [--last N] [--positions LO:HI] [--max-rel R] [--min-argmax P] [--exact]"""
 import copy
 import json
 import os
@@ -42,7 +47,9 @@ if option("--golden"):
     io = safetensors_io.load(option("--golden"))
     key, row = option("--key"), int(option("--row"))
     if not np.array_equal(io["input_ids"][row], ids):
-        sys.exit("the dump's input_ids are not the golden row's")
+        # "FAILED" as every failed comparison says it (gpu-check.sh greps for it).
+        print(f"{option('--key')}[{row}]: the dump's input_ids are not the golden row's FAILED")
+        sys.exit(1)
     ref, label = io[key][row][rows], f"{key}[{row}]"
 elif option("--against"):
     # Another dump of the same ids (e.g. the full prefill): the rows both have.
@@ -53,9 +60,25 @@ elif option("--against"):
         offsets, mine = other["input_offsets"], other["sequence"] == s
         other = {"logits": other["logits"][mine], "positions": other["positions"][mine],
                  "input_ids": other["input_ids"][offsets[s]:offsets[s + 1]]}
-    if not np.array_equal(other["input_ids"], dump["input_ids"]):
-        sys.exit("the two dumps are of different ids")
-    other_rows = other["positions"].astype(np.int64) if "positions" in other else np.arange(len(ids))
+    other_ids = other["input_ids"].astype(np.int64)
+    other_rows = other["positions"].astype(np.int64) if "positions" in other else np.arange(len(other_ids))
+    common = min(len(ids), len(other_ids))
+    differ = np.flatnonzero(ids[:common] != other_ids[:common])
+    common = int(differ[0]) if len(differ) else common
+    if "--common-prefix" in sys.argv:
+        min_common = int(option("--min-common", "1"))
+        print(f"the two dumps' ids agree on the first {common} of {len(ids)} and {len(other_ids)}")
+        if common < min_common:
+            print(f"against {os.path.basename(option('--against'))}: the ids part at {common}, "
+                  f"before --min-common {min_common} FAILED")
+            sys.exit(1)
+        keep = rows < common
+        got, rows = got[keep], rows[keep]
+        other_rows = other_rows[other_rows < common]
+    elif common != len(ids) or len(ids) != len(other_ids):
+        print(f"against {os.path.basename(option('--against'))}: the two dumps are of different ids "
+              f"(the first difference at {common}) FAILED")
+        sys.exit(1)
     keep = np.isin(rows, other_rows)
     got, rows = got[keep], rows[keep]
     ref = other["logits"][np.searchsorted(other_rows, rows)]
@@ -90,6 +113,15 @@ else:
         if mode == "full":
             ref = ref[rows]
         label = "numpy reference" + ("" if mode == "full" else " (" + mode + ")")
+if option("--positions"):
+    # Only positions LO to HI - 1 (e.g. a batch's first decode step, before
+    # its caches differ from the other dump's).
+    low, high = (int(v) for v in option("--positions").split(":"))
+    keep = (rows >= low) & (rows < high)
+    if not keep.any():
+        print(f"no row at positions {low}:{high} FAILED")
+        sys.exit(1)
+    got, ref, rows = got[keep], ref[keep], rows[keep]
 if option("--last"):
     # Only the last rows (a split prefill is exact for its last position).
     keep = int(option("--last"))
