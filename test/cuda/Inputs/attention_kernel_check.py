@@ -5,10 +5,20 @@ random inputs, and compares them with NumPy: the same math with the
 queries, the rows and the probabilities rounded to bf16 as the kernel rounds
 them (to nearest even), and in float64.
 
+A batched step's helper (dsf.slot_attention, mma-min-batch >= 1: the
+gather of each sequence's columns, then the attention) runs on random
+rings, positions, page tables, selections and pages (f32, or nvfp4 codes
+and E4M3 scales), every row it must not read holding NaN: the gathered
+columns and their row-valid flags must equal NumPy's exactly, the output
+be within --max-rel of the same math.
+
 usage: attention_kernel_check.py KERNELS.ptx HELPER [--seed N] [--max-rel R] [--inputs CAPTURE.npz] [--module CUBIN]
   HELPER: the helper's name, e.g. dsf_attention_h4_d128_w8_k8_s3db504f3
-  (heads, width, window, k, the scale's f32 bits); its kernels are HELPER
-  followed by the attention op's kernel names ..._0 (conversion) and ..._1.
+  (heads, width, window, k, the scale's f32 bits), or a batched step's,
+  dsf_attention_slots_h4_d128_w16_k8_s3db504f3_e32_nvfp4 (and the page's
+  entries, the pages' format); its kernels are HELPER followed by the
+  attention op's kernel names: the conversion (or gather), then the
+  tensor-core attention.
   --inputs: instead of random inputs, the layers of a capture of this
   helper's shape (capture_v4_attention.py: the NumPy reference's inputs).
   --module: load the kernels from this file (say ptxas's cubin of the same
@@ -46,11 +56,16 @@ if len(sys.argv) < 3:
     fail("usage: attention_kernel_check.py KERNELS.ptx HELPER [--seed N] [--max-rel R] [--inputs CAPTURE.npz] [--module CUBIN]")
 ptx_path, helper = sys.argv[1], sys.argv[2]
 seed, max_rel = int(option("--seed", "1")), float(option("--max-rel", "1e-2"))
-shape = re.fullmatch(r"dsf_attention_h(\d+)_d(\d+)_w(\d+)_k(\d+)_s([0-9a-f]{8})", helper)
-if not shape:
-    fail(f"{helper}: not a sink attention helper's name (dsf_attention_hH_dD_wW_kK_sSCALE)")
-H, D, W, K = (int(shape.group(i)) for i in range(1, 5))
-scale = np.frombuffer(int(shape.group(5), 16).to_bytes(4, "little"), np.float32)[0]
+shape = re.fullmatch(r"dsf_attention_(slots_)?h(\d+)_d(\d+)_w(\d+)_k(\d+)_s([0-9a-f]{8})(?:_e(\d+)(_nvfp4)?)?", helper)
+if not shape or bool(shape.group(1)) != (shape.group(7) is not None):
+    fail(f"{helper}: not a sink attention helper's name (dsf_attention_hH_dD_wW_kK_sSCALE, or "
+         "dsf_attention_slots_hH_dD_wW_kK_sSCALE_eENTRIES[_nvfp4])")
+H, D, W, K = (int(shape.group(i)) for i in range(2, 6))
+scale = np.frombuffer(int(shape.group(6), 16).to_bytes(4, "little"), np.float32)[0]
+slots, packed = bool(shape.group(1)), bool(shape.group(8))
+page_entries = int(shape.group(7) or 0)
+if slots and "--inputs" in sys.argv:
+    fail("--inputs: captures are of a prefill's helpers, not of a batched step's")
 
 text = open(ptx_path).read()
 header = re.search(r"\.version [^\n]*\n\.target [^\n]*\n\.address_size 64\n", text)
@@ -66,7 +81,7 @@ for match in re.finditer(r"\.visible \.entry (" + re.escape(helper) + r"__\w+_(\
 tensor_core = [name for name, (body, _) in kernels.items() if "ldmatrix" in body]
 if len(tensor_core) != 1:
     fail(f"{ptx_path}: expected one tensor-core attention kernel of {helper}, found {len(tensor_core)}"
-         " (was it built with --tile-math=bf16 --attention-mma-min-tokens?)")
+         " (was it built with --tile-math=bf16, --attention-mma-min-tokens or --attention-mma-min-batch?)")
 attention = tensor_core[0]
 # The conversion is the launch before the attention's.
 stem, index = attention.rsplit("_", 1)
@@ -174,6 +189,139 @@ def run(q, rows, cache, selection, sink):
     return out.read().astype(np.float64), (kv.read().astype(np.uint32) << 16).view(np.float32)
 
 
+def e4m3_value(byte):
+    """E4M3FN bytes -> float64 (0x7F / 0xFF: NaN)."""
+    b = np.asarray(byte, np.int64)
+    field, mantissa = (b >> 3) & 15, b & 7
+    magnitude = np.where(field == 0, mantissa / 8.0 * 2.0 ** -6, (1 + mantissa / 8.0) * 2.0 ** (field - 7.0))
+    magnitude = np.where((b & 0x7F) == 0x7F, np.nan, magnitude)
+    return np.where(b & 0x80, -magnitude, magnitude)
+
+
+def decode_nvfp4(rows):
+    """[N, D / 2 + D / 16] bytes (two E2M1 codes a byte, the even channel in
+    the low nibble, then an E4M3 scale per 16 channels) -> [N, D] float64."""
+    codes = rows[:, :D // 2].astype(np.int64)
+    nibbles = np.stack([codes & 15, codes >> 4], axis=-1).reshape(rows.shape[0], D)
+    values = codecs_np.E2M1_GRID[nibbles & 7].astype(np.float64) * np.where(nibbles & 8, -1.0, 1.0)
+    return values * np.repeat(e4m3_value(rows[:, D // 2:]), 16, axis=1)
+
+
+def slot_columns(rings, positions, pages, table, selection):
+    """NumPy's gather: [T, W + k, D] float64 columns (zeros where none) and
+    [T, W + k] row-valid flags. Band column c of sequence t is position
+    p - (W - 1) + c at ring row t W + that mod W when it is >= 0; entry s
+    is row e mod E of page table[t, e div E] (e = selection[t, s]) when e >=
+    0, that page index is within the table, the page >= 0 and the row within
+    the pool."""
+    T = positions.shape[0]
+    pool = None if K == 0 else (decode_nvfp4(pages) if packed else pages.astype(np.float64))
+    columns, valid = np.zeros((T, W + K, D)), np.zeros((T, W + K), np.int32)
+    for t in range(T):
+        for c in range(W):
+            position = int(positions[t]) - (W - 1) + c
+            if position >= 0:
+                columns[t, c], valid[t, c] = rings[t * W + position % W], 1
+        for j in range(K):
+            e = int(selection[t, j])
+            if e < 0 or e // page_entries >= table.shape[1]:
+                continue
+            page = int(table[t, e // page_entries])
+            row = page * page_entries + e % page_entries
+            if page >= 0 and row < pool.shape[0]:
+                columns[t, W + j], valid[t, W + j] = pool[row], 1
+    return columns, valid
+
+
+def slot_reference(q, columns, valid, sink, round_bf16):
+    """The sink attention of each sequence over its valid columns, float64."""
+    def widen(x):
+        return codecs_np.bf16_rne(x).astype(np.float64) if round_bf16 else np.asarray(x, np.float64)
+
+    out = np.zeros(q.shape)
+    for t in range(q.shape[0]):
+        kv = widen(columns[t][valid[t] != 0].astype(np.float32))
+        logits = widen(q[t]) @ kv.T * float(scale)
+        m = np.maximum(logits.max(1), sink)
+        p = np.exp(logits - m[:, None])
+        denominator = p.sum(1) + np.exp(sink - m)
+        out[t] = (widen(p.astype(np.float32)) if round_bf16 else p) @ kv / denominator[:, None]
+    return out
+
+
+def slot_case(sequences, rng):
+    """A batched step of `sequences`: positions from 0 (a band of one row)
+    to past the window, a page table with pages of -1 and past the pool,
+    selections with -1 and entries past the table; every ring row, pool
+    row and page the step must not read holds NaN (an nvfp4 row: NaN
+    scales)."""
+    q = (rng.standard_normal((sequences, H, D)) * 2).astype(np.float32)
+    sink = rng.standard_normal(H).astype(np.float32)
+    positions = rng.integers(0, 3 * W, size=sequences).astype(np.int32)
+    positions[: min(3, sequences)] = [0, W - 2, W - 1][: min(3, sequences)]
+    rings = np.full((sequences * W, D), np.nan, np.float32)
+    for t in range(sequences):
+        for position in range(max(0, int(positions[t]) - (W - 1)), int(positions[t]) + 1):
+            rings[t * W + position % W] = rng.standard_normal(D)
+    pages = table = selection = None
+    arrays = [q, rings, positions]
+    if K:
+        pool_pages, table_width = 5, 3
+        rows = pool_pages * page_entries
+        table = rng.integers(-1, pool_pages + 2, size=(sequences, table_width)).astype(np.int32)
+        selection = rng.integers(-1, (table_width + 1) * page_entries, size=(sequences, K)).astype(np.int32)
+        if packed:
+            scales = codecs_np.e4m3_bits(codecs_np.e4m3_rne(2.0 ** rng.uniform(-4, 2, size=(rows, D // 16))))
+            pages = np.concatenate([rng.integers(0, 256, size=(rows, D // 2)).astype(np.uint8), scales], axis=1)
+        else:
+            pages = rng.standard_normal((rows, D)).astype(np.float32)
+        # Rows no valid (sequence, entry) names are NaN: a read of one shows.
+        named = set()
+        for t in range(sequences):
+            for e in selection[t]:
+                if e >= 0 and e // page_entries < table_width and table[t, e // page_entries] >= 0:
+                    named.add(int(table[t, e // page_entries]) * page_entries + int(e) % page_entries)
+        for row in range(rows):
+            if row not in named:
+                if packed:
+                    pages[row, D // 2:] = 0x7F
+                else:
+                    pages[row] = np.nan
+    columns, valid = slot_columns(rings, positions, pages, table, selection)
+    bq, brings, bpositions, bsink = Buffer(q), Buffer(rings), Buffer(positions), Buffer(sink)
+    out = Buffer(np.full((sequences, H, D), np.nan, np.float32))
+    kv = Buffer(np.full((sequences * (W + K), D), 0xFFFF, np.uint16))
+    bvalid = Buffer(np.full(sequences * (W + K), -1, np.int32))
+    count = sequences * (W + K) * (D // 4)
+    if K == 0:
+        launch(convert, ((count + 255) // 256, 1), 256, 0,
+               [count] + bpositions.desc() + brings.desc() + kv.desc() + bvalid.desc(), 25)
+    else:
+        bpages, btable, bselection = Buffer(pages), Buffer(table), Buffer(selection)
+        launch(convert, ((count + 255) // 256, 1), 256, 0,
+               btable.desc() + bpages.desc() + [count] + bpositions.desc() + bselection.desc() + brings.desc()
+               + kv.desc() + bvalid.desc(), 46)
+    shared, hb = shared_bytes()
+    launch(attention, (sequences, (H + hb - 1) // hb), 256, shared,
+           bvalid.desc() + kv.desc() + bq.desc() + bsink.desc() + out.desc(), 35)
+    got = out.read().astype(np.float64)
+    gathered = (kv.read().astype(np.uint32) << 16).view(np.float32).reshape(sequences, W + K, D)
+    flags = bvalid.read().reshape(sequences, W + K)
+    columns_exact = (np.isin(flags, (0, 1)).all() and np.array_equal(flags, valid)
+                     and np.array_equal(gathered, codecs_np.bf16_rne(columns.astype(np.float32))))
+    finite = np.all(np.isfinite(got))
+    errors = [np.linalg.norm(got - ref, axis=2) / np.linalg.norm(ref, axis=2)
+              for ref in (slot_reference(q, columns, valid, sink.astype(np.float64), emulate) for emulate in (True, False))]
+    worst = errors[0].max() if finite else np.nan
+    ok = columns_exact and worst <= max_rel
+    bad = np.argwhere(~(errors[0] <= max_rel))
+    print(f"{helper} sequences {sequences} (columns {int(valid.sum())} of {valid.size}): against bf16-rounded NumPy "
+          f"{worst:.3e}, against float64 {errors[1].max() if finite else np.nan:.3e}, gathered columns "
+          f"{'exact' if columns_exact else 'WRONG'}"
+          + ("" if ok else f" FAILED ({len(bad)} (sequence, head) pairs over {max_rel}, first {bad[:4].tolist()})"))
+    return ok
+
+
 def compare(what, q, rows, cache, selection, sink, expected=None):
     """Runs the kernels and prints the worst relative errors (per token and
     head) against NumPy bf16-rounded and float64 (and `expected`, an output
@@ -242,7 +390,10 @@ def captured(path):
     return results
 
 
-if "--inputs" in sys.argv:
+if slots:
+    rng = np.random.default_rng(seed)
+    results = [slot_case(n, rng) for n in (1, 3, 8, 64)]
+elif "--inputs" in sys.argv:
     results = captured(option("--inputs", ""))
 else:
     rng = np.random.default_rng(seed)
