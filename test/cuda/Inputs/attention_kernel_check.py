@@ -40,7 +40,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "reference"))
 import codecs_np  # noqa: E402
-from sink_attention_np import sink_attention  # noqa: E402
+from sink_attention_np import attend, sink_attention, widen  # noqa: E402
 
 
 def fail(message):
@@ -235,17 +235,10 @@ def slot_columns(rings, positions, pages, table, selection):
 
 def slot_reference(q, columns, valid, sink, round_bf16):
     """The sink attention of each sequence over its valid columns, float64."""
-    def widen(x):
-        return codecs_np.bf16_rne(x).astype(np.float64) if round_bf16 else np.asarray(x, np.float64)
-
     out = np.zeros(q.shape)
     for t in range(q.shape[0]):
-        kv = widen(columns[t][valid[t] != 0].astype(np.float32))
-        logits = widen(q[t]) @ kv.T * float(scale)
-        m = np.maximum(logits.max(1), sink)
-        p = np.exp(logits - m[:, None])
-        denominator = p.sum(1) + np.exp(sink - m)
-        out[t] = (widen(p.astype(np.float32)) if round_bf16 else p) @ kv / denominator[:, None]
+        kv = widen(columns[t][valid[t] != 0].astype(np.float32), round_bf16)
+        out[t] = attend(widen(q[t], round_bf16), kv, sink, scale, round_bf16)
     return out
 
 
