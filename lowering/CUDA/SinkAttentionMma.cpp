@@ -133,18 +133,25 @@ void buildSinkAttentionMma(OpBuilder &b, Location loc, const SinkAttentionMma &a
     Value h = arith::TruncFOp::create(w, loc, VectorType::get({kConvertLanes}, bf16), v);
     vector::StoreOp::create(w, loc, h, kv, ValueRange{at, d}, /*nontemporal=*/false, llvm::MaybeAlign(8));
   };
-  if (!a.slots) {
-    Value kvRows = a.k ? add(b, rows, entries) : rows;
-    kv = memref::AllocOp::create(b, loc, MemRefType::get({ShapedType::kDynamic, D}, bf16), ValueRange{kvRows});
-    Value quads = mul(b, kvRows, c(b, perQuadRow));
+  // One kernel over `rows` rows of kConvertLanes-channel quads, a thread a
+  // quad: body(builder, row, first channel).
+  auto forEachQuad = [&](Value quadRows, llvm::function_ref<void(OpBuilder &, Value, Value)> body) {
+    Value quads = mul(b, quadRows, c(b, perQuadRow));
     Value blocks = ceilDiv(b, loc, quads, kThreads);
     Value one = c(b, 1);
     auto launch = gpu::LaunchOp::create(b, loc, blocks, one, one, c(b, kThreads), one, one);
     OpBuilder k = OpBuilder::atBlockEnd(&launch.getBody().front());
     Value i = add(k, mul(k, launch.getBlockIds().x, c(k, kThreads)), launch.getThreadIds().x);
     ifThen(k, cmp(k, arith::CmpIPredicate::ult, i, quads), [&](OpBuilder &o) {
-      Value row = arith::DivUIOp::create(o, loc, i, c(o, perQuadRow));
-      Value d = mul(o, arith::RemUIOp::create(o, loc, i, c(o, perQuadRow)), c(o, kConvertLanes));
+      body(o, arith::DivUIOp::create(o, loc, i, c(o, perQuadRow)),
+           mul(o, arith::RemUIOp::create(o, loc, i, c(o, perQuadRow)), c(o, kConvertLanes)));
+    });
+    gpu::TerminatorOp::create(k, loc);
+  };
+  if (!a.slots) {
+    Value kvRows = a.k ? add(b, rows, entries) : rows;
+    kv = memref::AllocOp::create(b, loc, MemRefType::get({ShapedType::kDynamic, D}, bf16), ValueRange{kvRows});
+    forEachQuad(kvRows, [&](OpBuilder &o, Value row, Value d) {
       Value v;
       if (a.k) {
         auto fromWindow = scf::IfOp::create(o, loc, TypeRange{vec4}, cmp(o, arith::CmpIPredicate::ult, row, rows),
@@ -159,7 +166,6 @@ void buildSinkAttentionMma(OpBuilder &b, Location loc, const SinkAttentionMma &a
       }
       store4(o, v, row, d);
     });
-    gpu::TerminatorOp::create(k, loc);
   } else {
     // A batch: row t columns + c is sequence t's column c, as the SIMT
     // kernel reads it — band column c its ring's row of position
@@ -173,15 +179,7 @@ void buildSinkAttentionMma(OpBuilder &b, Location loc, const SinkAttentionMma &a
     kv = memref::AllocOp::create(b, loc, MemRefType::get({ShapedType::kDynamic, D}, bf16), ValueRange{gathered});
     validRows = memref::AllocOp::create(b, loc, MemRefType::get({ShapedType::kDynamic}, i32), ValueRange{gathered});
     Value tablePages = a.k ? memref::DimOp::create(b, loc, a.pageTable, c(b, 1)).getResult() : Value();
-    Value quads = mul(b, gathered, c(b, perQuadRow));
-    Value blocks = ceilDiv(b, loc, quads, kThreads);
-    Value one = c(b, 1);
-    auto launch = gpu::LaunchOp::create(b, loc, blocks, one, one, c(b, kThreads), one, one);
-    OpBuilder k = OpBuilder::atBlockEnd(&launch.getBody().front());
-    Value i = add(k, mul(k, launch.getBlockIds().x, c(k, kThreads)), launch.getThreadIds().x);
-    ifThen(k, cmp(k, arith::CmpIPredicate::ult, i, quads), [&](OpBuilder &o) {
-      Value at = arith::DivUIOp::create(o, loc, i, c(o, perQuadRow));
-      Value d = mul(o, arith::RemUIOp::create(o, loc, i, c(o, perQuadRow)), c(o, kConvertLanes));
+    forEachQuad(gathered, [&](OpBuilder &o, Value at, Value d) {
       Value t = arith::DivUIOp::create(o, loc, at, c(o, columns)), col = arith::RemUIOp::create(o, loc, at, c(o, columns));
       Value inBand = cmp(o, arith::CmpIPredicate::ult, col, c(o, a.window));
       Type i1 = o.getI1Type();
@@ -254,7 +252,6 @@ void buildSinkAttentionMma(OpBuilder &b, Location loc, const SinkAttentionMma &a
         memref::StoreOp::create(w, loc, arith::ExtUIOp::create(w, loc, i32, isRow), validRows, ValueRange{at});
       });
     });
-    gpu::TerminatorOp::create(k, loc);
   }
 
   // 2. The attention. Dynamic shared memory, 16-byte aligned parts.
