@@ -441,9 +441,8 @@ struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
     // block per token would not. A batched step's helper likewise from
     // mma-min-batch sequences (one query each).
     if (useMma(a)) {
-      int64_t minTokens = a.slots ? mmaMinBatch : mmaMinTokens;
       auto many = scf::IfOp::create(
-          b, loc, TypeRange{}, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, tokens, idx(b, minTokens)),
+          b, loc, TypeRange{}, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, tokens, idx(b, mmaMinCalls(a))),
           /*withElse=*/true);
       OpBuilder prefill = many.getThenBodyBuilder(), few = many.getElseBodyBuilder();
       buildSinkAttentionMma(prefill, loc,
@@ -462,8 +461,12 @@ struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
   /// kind (the sequence helper's calls or a batched step's), and sizes it
   /// takes.
   bool useMma(const Attention &a) const {
-    return (a.slots ? mmaMinBatch : mmaMinTokens) > 0 && !batchInvariant && sinkAttentionMmaFits(a.heads, a.width);
+    return mmaMinCalls(a) > 0 && !batchInvariant && sinkAttentionMmaFits(a.heads, a.width);
   }
+
+  /// The tokens (a batched step's: sequences) from which `a`'s calls take
+  /// the tensor-core kernel; 0: never.
+  int64_t mmaMinCalls(const Attention &a) const { return a.slots ? mmaMinBatch : mmaMinTokens; }
 
   void runOnOperation() override {
     if (mmaMinTokens < 0) {

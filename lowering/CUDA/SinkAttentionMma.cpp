@@ -181,26 +181,30 @@ void buildSinkAttentionMma(OpBuilder &b, Location loc, const SinkAttentionMma &a
     Value tablePages = a.k ? memref::DimOp::create(b, loc, a.pageTable, c(b, 1)).getResult() : Value();
     forEachQuad(gathered, [&](OpBuilder &o, Value at, Value d) {
       Value t = arith::DivUIOp::create(o, loc, at, c(o, columns)), col = arith::RemUIOp::create(o, loc, at, c(o, columns));
-      Value inBand = cmp(o, arith::CmpIPredicate::ult, col, c(o, a.window));
-      Type i1 = o.getI1Type();
-      auto none = [&](OpBuilder &w) {
-        scf::YieldOp::create(w, loc, ValueRange{arith::ConstantIntOp::create(w, loc, 0, 1), c(w, 0)});
-      };
-      auto source = scf::IfOp::create(o, loc, TypeRange{i1, index}, inBand, /*withElse=*/true);
-      {
-        OpBuilder w = source.getThenBodyBuilder();
+      // Band column col: whether its position is >= 0, and its ring row.
+      auto band = [&](OpBuilder &w) -> std::pair<Value, Value> {
         Value position = arith::IndexCastOp::create(w, loc, index, memref::LoadOp::create(w, loc, a.positions, ValueRange{t}));
         Value shifted = add(w, position, col);
         Value ok = cmp(w, arith::CmpIPredicate::uge, shifted, c(w, a.window - 1));
         Value ring = add(w, mul(w, t, c(w, a.window)),
                          arith::RemUIOp::create(w, loc, sub(w, shifted, c(w, a.window - 1)), c(w, a.window)));
-        scf::YieldOp::create(w, loc, ValueRange{ok, select(w, ok, ring, c(w, 0))});
-      }
-      {
-        OpBuilder w = source.getElseBodyBuilder();
-        if (!a.k) {
-          none(w);
-        } else {
+        return {ok, select(w, ok, ring, c(w, 0))};
+      };
+      Value isRow, row, inBand;
+      if (!a.k) {
+        // No entries: every column is a band column.
+        std::tie(isRow, row) = band(o);
+      } else {
+        inBand = cmp(o, arith::CmpIPredicate::ult, col, c(o, a.window));
+        Type i1 = o.getI1Type();
+        auto source = scf::IfOp::create(o, loc, TypeRange{i1, index}, inBand, /*withElse=*/true);
+        {
+          OpBuilder w = source.getThenBodyBuilder();
+          auto [ok, ring] = band(w);
+          scf::YieldOp::create(w, loc, ValueRange{ok, ring});
+        }
+        {
+          OpBuilder w = source.getElseBodyBuilder();
           Value e = memref::LoadOp::create(w, loc, a.selection, ValueRange{t, sub(w, col, c(w, a.window))});
           Value entry = arith::IndexCastOp::create(w, loc, index, arith::MaxSIOp::create(w, loc, e, ci32(w, 0)));
           Value pageAt = arith::DivUIOp::create(w, loc, entry, c(w, a.pageEntries));
@@ -216,32 +220,35 @@ void buildSinkAttentionMma(OpBuilder &b, Location loc, const SinkAttentionMma &a
                                            cmp(y, arith::CmpIPredicate::ult, pageRow, entries));
           scf::YieldOp::create(y, loc, ValueRange{ok, select(y, ok, pageRow, c(y, 0))});
           OpBuilder n = paged.getElseBodyBuilder();
-          none(n);
+          scf::YieldOp::create(n, loc, ValueRange{arith::ConstantIntOp::create(n, loc, 0, 1), c(n, 0)});
           scf::YieldOp::create(w, loc, paged.getResults());
         }
+        isRow = source.getResult(0);
+        row = source.getResult(1);
       }
-      Value isRow = source.getResult(0), row = source.getResult(1);
       auto value = scf::IfOp::create(o, loc, TypeRange{vec4}, isRow, /*withElse=*/true);
       {
         OpBuilder w = value.getThenBodyBuilder();
-        auto fromRing = scf::IfOp::create(w, loc, TypeRange{vec4}, inBand, /*withElse=*/true);
-        OpBuilder r = fromRing.getThenBodyBuilder();
-        scf::YieldOp::create(r, loc, load4(r, a.windowRows, row, d));
-        OpBuilder p = fromRing.getElseBodyBuilder();
         if (!a.k) {
-          scf::YieldOp::create(p, loc, load4(p, a.windowRows, row, d));
-        } else if (!a.packed) {
-          scf::YieldOp::create(p, loc, load4(p, a.cacheRows, row, d));
+          scf::YieldOp::create(w, loc, load4(w, a.windowRows, row, d));
         } else {
-          auto byteAt = [&](Value column) -> Value {
-            return arith::ExtUIOp::create(p, loc, i32, memref::LoadOp::create(p, loc, a.cacheRows, ValueRange{row, column}));
-          };
-          SmallVector<Value> channels;
-          for (int64_t j = 0; j < kConvertLanes; ++j)
-            channels.push_back(lowering::decodePacked(p, loc, byteAt, add(p, d, c(p, j)), *a.packed));
-          scf::YieldOp::create(p, loc, vector::FromElementsOp::create(p, loc, vec4, channels).getResult());
+          auto fromRing = scf::IfOp::create(w, loc, TypeRange{vec4}, inBand, /*withElse=*/true);
+          OpBuilder r = fromRing.getThenBodyBuilder();
+          scf::YieldOp::create(r, loc, load4(r, a.windowRows, row, d));
+          OpBuilder p = fromRing.getElseBodyBuilder();
+          if (!a.packed) {
+            scf::YieldOp::create(p, loc, load4(p, a.cacheRows, row, d));
+          } else {
+            auto byteAt = [&](Value column) -> Value {
+              return arith::ExtUIOp::create(p, loc, i32, memref::LoadOp::create(p, loc, a.cacheRows, ValueRange{row, column}));
+            };
+            SmallVector<Value> channels;
+            for (int64_t j = 0; j < kConvertLanes; ++j)
+              channels.push_back(lowering::decodePacked(p, loc, byteAt, add(p, d, c(p, j)), *a.packed));
+            scf::YieldOp::create(p, loc, vector::FromElementsOp::create(p, loc, vec4, channels).getResult());
+          }
+          scf::YieldOp::create(w, loc, fromRing.getResults());
         }
-        scf::YieldOp::create(w, loc, fromRing.getResults());
       }
       {
         OpBuilder w = value.getElseBodyBuilder();
