@@ -207,29 +207,37 @@ def decode_nvfp4(rows):
     return values * np.repeat(e4m3_value(rows[:, D // 2:]), 16, axis=1)
 
 
-def slot_columns(rings, positions, pages, table, selection):
-    """NumPy's gather: [T, W + k, D] float64 columns (zeros where none) and
-    [T, W + k] row-valid flags. Band column c of sequence t is position
+def slot_sources(positions, table, selection, pool_rows):
+    """Where NumPy's gather takes each column: [T][W + k] of ("ring", row),
+    ("pool", row) or None. Band column c of sequence t is position
     p - (W - 1) + c at ring row t W + that mod W when it is >= 0; entry s
     is row e mod E of page table[t, e div E] (e = selection[t, s]) when e >=
     0, that page index is within the table, the page >= 0 and the row within
     the pool."""
-    T = positions.shape[0]
-    pool = None if K == 0 else (decode_nvfp4(pages) if packed else pages.astype(np.float64))
-    columns, valid = np.zeros((T, W + K, D)), np.zeros((T, W + K), np.int32)
-    for t in range(T):
+    sources = []
+    for t in range(positions.shape[0]):
+        mine = []
         for c in range(W):
             position = int(positions[t]) - (W - 1) + c
-            if position >= 0:
-                columns[t, c], valid[t, c] = rings[t * W + position % W], 1
+            mine.append(("ring", t * W + position % W) if position >= 0 else None)
         for j in range(K):
             e = int(selection[t, j])
-            if e < 0 or e // page_entries >= table.shape[1]:
-                continue
-            page = int(table[t, e // page_entries])
+            page = int(table[t, e // page_entries]) if 0 <= e and e // page_entries < table.shape[1] else -1
             row = page * page_entries + e % page_entries
-            if page >= 0 and row < pool.shape[0]:
-                columns[t, W + j], valid[t, W + j] = pool[row], 1
+            mine.append(("pool", row) if page >= 0 and row < pool_rows else None)
+        sources.append(mine)
+    return sources
+
+
+def slot_columns(rings, pages, sources):
+    """NumPy's gather: [T, W + k, D] float64 columns (zeros where none) and
+    [T, W + k] row-valid flags."""
+    pool = None if K == 0 else (decode_nvfp4(pages) if packed else pages.astype(np.float64))
+    columns, valid = np.zeros((len(sources), W + K, D)), np.zeros((len(sources), W + K), np.int32)
+    for t, mine in enumerate(sources):
+        for c, source in enumerate(mine):
+            if source:
+                columns[t, c], valid[t, c] = (rings if source[0] == "ring" else pool)[source[1]], 1
     return columns, valid
 
 
@@ -252,35 +260,32 @@ def slot_case(sequences, rng):
     sink = rng.standard_normal(H).astype(np.float32)
     positions = rng.integers(0, 3 * W, size=sequences).astype(np.int32)
     positions[: min(3, sequences)] = [0, W - 2, W - 1][: min(3, sequences)]
-    rings = np.full((sequences * W, D), np.nan, np.float32)
-    for t in range(sequences):
-        for position in range(max(0, int(positions[t]) - (W - 1)), int(positions[t]) + 1):
-            rings[t * W + position % W] = rng.standard_normal(D)
+    rings = rng.standard_normal((sequences * W, D)).astype(np.float32)
     pages = table = selection = None
-    arrays = [q, rings, positions]
+    pool_rows = 0
     if K:
         pool_pages, table_width = 5, 3
-        rows = pool_pages * page_entries
+        pool_rows = pool_pages * page_entries
         table = rng.integers(-1, pool_pages + 2, size=(sequences, table_width)).astype(np.int32)
         selection = rng.integers(-1, (table_width + 1) * page_entries, size=(sequences, K)).astype(np.int32)
         if packed:
-            scales = codecs_np.e4m3_bits(codecs_np.e4m3_rne(2.0 ** rng.uniform(-4, 2, size=(rows, D // 16))))
-            pages = np.concatenate([rng.integers(0, 256, size=(rows, D // 2)).astype(np.uint8), scales], axis=1)
+            scales = codecs_np.e4m3_bits(codecs_np.e4m3_rne(2.0 ** rng.uniform(-4, 2, size=(pool_rows, D // 16))))
+            pages = np.concatenate([rng.integers(0, 256, size=(pool_rows, D // 2)).astype(np.uint8), scales], axis=1)
         else:
-            pages = rng.standard_normal((rows, D)).astype(np.float32)
-        # Rows no valid (sequence, entry) names are NaN: a read of one shows.
-        named = set()
-        for t in range(sequences):
-            for e in selection[t]:
-                if e >= 0 and e // page_entries < table_width and table[t, e // page_entries] >= 0:
-                    named.add(int(table[t, e // page_entries]) * page_entries + int(e) % page_entries)
-        for row in range(rows):
-            if row not in named:
-                if packed:
-                    pages[row, D // 2:] = 0x7F
-                else:
-                    pages[row] = np.nan
-    columns, valid = slot_columns(rings, positions, pages, table, selection)
+            pages = rng.standard_normal((pool_rows, D)).astype(np.float32)
+    sources = slot_sources(positions, table, selection, pool_rows)
+    # Rows no column reads are NaN (an nvfp4 row: NaN scales): a read of one shows.
+    read = {source for mine in sources for source in mine if source}
+    for row in range(sequences * W):
+        if ("ring", row) not in read:
+            rings[row] = np.nan
+    for row in range(pool_rows):
+        if ("pool", row) not in read:
+            if packed:
+                pages[row, D // 2:] = 0x7F
+            else:
+                pages[row] = np.nan
+    columns, valid = slot_columns(rings, pages, sources)
     bq, brings, bpositions, bsink = Buffer(q), Buffer(rings), Buffer(positions), Buffer(sink)
     out = Buffer(np.full((sequences, H, D), np.nan, np.float32))
     kv = Buffer(np.full((sequences * (W + K), D), 0xFFFF, np.uint16))
