@@ -30,6 +30,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "referenc
 import safetensors_io  # noqa: E402
 
 
+def failed(message):
+    """A comparison that cannot be made: says FAILED, as every failed
+    comparison does (gpu-check.sh greps for it), and exits 1."""
+    print(message + " FAILED")
+    sys.exit(1)
+
+
 def option(name, default=None):
     return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
 
@@ -47,13 +54,12 @@ if option("--golden"):
     io = safetensors_io.load(option("--golden"))
     key, row = option("--key"), int(option("--row"))
     if not np.array_equal(io["input_ids"][row], ids):
-        # "FAILED" as every failed comparison says it (gpu-check.sh greps for it).
-        print(f"{option('--key')}[{row}]: the dump's input_ids are not the golden row's FAILED")
-        sys.exit(1)
+        failed(f"{key}[{row}]: the dump's input_ids are not the golden row's")
     ref, label = io[key][row][rows], f"{key}[{row}]"
 elif option("--against"):
     # Another dump of the same ids (e.g. the full prefill): the rows both have.
     other = safetensors_io.load(option("--against"))
+    label = "against " + os.path.basename(option("--against"))
     if option("--sequence") and "input_offsets" in other:
         # Another batch's dump: the same sequence of it.
         s = int(option("--sequence"))
@@ -69,20 +75,17 @@ elif option("--against"):
         min_common = int(option("--min-common", "1"))
         print(f"the two dumps' ids agree on the first {common} of {len(ids)} and {len(other_ids)}")
         if common < min_common:
-            print(f"against {os.path.basename(option('--against'))}: the ids part at {common}, "
-                  f"before --min-common {min_common} FAILED")
-            sys.exit(1)
+            failed(f"{label}: the ids part at {common}, "
+                   f"before --min-common {min_common}")
         keep = rows < common
         got, rows = got[keep], rows[keep]
         other_rows = other_rows[other_rows < common]
     elif common != len(ids) or len(ids) != len(other_ids):
-        print(f"against {os.path.basename(option('--against'))}: the two dumps are of different ids "
-              f"(the first difference at {common}) FAILED")
-        sys.exit(1)
+        failed(f"{label}: the two dumps are of different ids "
+               f"(the first difference at {common})")
     keep = np.isin(rows, other_rows)
     got, rows = got[keep], rows[keep]
     ref = other["logits"][np.searchsorted(other_rows, rows)]
-    label = "against " + os.path.basename(option("--against"))
 else:
     import v41  # noqa: E402
     config = json.load(open(os.path.join(option("--reference"), "config.json")))
@@ -119,8 +122,7 @@ if option("--positions"):
     low, high = (int(v) for v in option("--positions").split(":"))
     keep = (rows >= low) & (rows < high)
     if not keep.any():
-        print(f"no row at positions {low}:{high} FAILED")
-        sys.exit(1)
+        failed(f"no row at positions {low}:{high}")
     got, ref, rows = got[keep], ref[keep], rows[keep]
 if option("--last"):
     # Only the last rows (a split prefill is exact for its last position).
