@@ -217,6 +217,18 @@ def GpuTiledMatmul : Pass<"dsf-gpu-tiled-matmul", "::mlir::ModuleOp"> {
     read as stored and an f32 pair rounded to bf16 as it is read: the same
     mma sequence as the register-staged kernel (`cp-async=false`), so the
     same sums bit for bit.
+
+    With `math=bf16` and cp.async, a product of `split-min-rows` to 127 rows
+    that the tiles do not take (fewer than `min-blocks` tiles, or fewer
+    than `min-rows` rows) and whose N and K are static runs on 64 x 64 bf16
+    tiles with its depth split: enough parts (of 256 depths or more, whole
+    32-deep stages) that the tiles of one row number some 264 blocks (two
+    waves of the H200's SMs), each part's sums stored to a scratch buffer
+    and a second kernel adding the parts in order (one order for any launch)
+    before it stores (or adds to C). A batched decode's wo_b at 64 rows is
+    80 tiles of 64 x 64 in 4 parts of 2,048 depths: 320 blocks instead of
+    the warp kernel's re-reads of its weight from L2 for every row. Not with
+    `batch-invariant`; 0 turns it off.
   }];
   let options = [Option<"minRows", "min-rows", "int64_t", "16", "Rows from which the tiled kernel runs">,
                  Option<"minBlocks", "min-blocks", "int64_t", "66",
@@ -226,7 +238,9 @@ def GpuTiledMatmul : Pass<"dsf-gpu-tiled-matmul", "::mlir::ModuleOp"> {
                  Option<"math", "math", "std::string", "\"f32\"",
                         "The tiled kernel's arithmetic: f32 (SIMT), tf32, 3xtf32 or bf16 (tensor cores, mma.sync)">,
                  Option<"cpAsync", "cp-async", "bool", "true",
-                        "With bf16 math, copy operands whose rows are contiguous by cp.async into a ring of stages">];
+                        "With bf16 math, copy operands whose rows are contiguous by cp.async into a ring of stages">,
+                 Option<"splitMinRows", "split-min-rows", "int64_t", "16",
+                        "With bf16 math and cp.async, rows from which a product the tiles do not take runs as split-depth bf16 tiles below 128 rows (0: never)">];
   let dependentDialects = ["::mlir::NVVM::NVVMDialect", "::mlir::LLVM::LLVMDialect", "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::vector::VectorDialect", "::mlir::nvgpu::NVGPUDialect"];
 }

@@ -64,7 +64,8 @@ LogicalResult mlir::dsf::buildCudaPipelineFromLinalg(OpPassManager &pm, const Cu
                      "dsf-gpu-grouped-experts{batch-invariant=" + invariant + " math=" + options.tileMath + " cp-async=" + cpAsync +
                      " min-rows-per-expert=" + std::to_string(options.tileMinRowsPerExpert) +
                      "},dsf-gpu-tiled-matmul{batch-invariant=" + invariant + " math=" + options.tileMath + " cp-async=" + cpAsync +
-                     " min-blocks=" + std::to_string(options.tileMinBlocks) + "},dsf-gpu-batched-contraction{math=" + options.tileMath + "},dsf-gpu-block-reduce{min-sum-points=" +
+                      " min-blocks=" + std::to_string(options.tileMinBlocks) +
+                     " split-min-rows=" + std::to_string(options.tileSplitMinRows) + "},dsf-gpu-batched-contraction{math=" + options.tileMath + "},dsf-gpu-block-reduce{min-sum-points=" +
                      std::string(options.batchInvariant ? "1024" : "256") + "},"
                      "convert-linalg-to-parallel-loops,"
                      "dsf-tile-parallel-loops{threads=128},"

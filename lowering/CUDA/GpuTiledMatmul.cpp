@@ -84,8 +84,8 @@ bool isGroupedRowsTimesTransposed(linalg::GenericOp g) {
 /// C[t, o] += A[t, d] * W[o, d], or per group g = blockIdx.z:
 /// C[t, g, o] += A[t, g, d] * W[g, o, d]; with batch-invariant, the generic
 /// stays below min-rows (it adds in the tiled kernel's order).
-void rewriteProduct(linalg::GenericOp g, bool grouped, int64_t minRows, int64_t minBlocks, bool batchInvariant,
-                    TileMath math, bool cpAsync) {
+void rewriteProduct(linalg::GenericOp g, bool grouped, ProductChoice choice, bool batchInvariant, TileMath math,
+                    bool cpAsync) {
   OpBuilder b(g);
   Location loc = g.getLoc();
   Value A = g.getDpsInputs()[0], W = g.getDpsInputs()[1], C = g.getDpsInits()[0];
@@ -135,12 +135,17 @@ void rewriteProduct(linalg::GenericOp g, bool grouped, int64_t minRows, int64_t 
   }
   p.warpUnroll = warpGemvUnroll(llvm::cast<MemRefType>(W.getType()).getElementType());
   // Batch-invariant: the generic below the tiles is slow (a thread an
-  // output), so only the row count chooses.
-  scf::IfOp choice =
-      buildProductKernels(b, loc, p, minRows, batchInvariant ? 0 : minBlocks, /*warpBelow=*/!batchInvariant);
+  // output), so only the row count chooses; no split depth either (its sums
+  // are added in another order).
+  if (batchInvariant) {
+    choice.minBlocks = 0;
+    choice.splitMinRows = 0;
+    choice.warpBelow = false;
+  }
+  scf::IfOp kernels = buildProductKernels(b, loc, p, choice);
   if (batchInvariant) {
     // The generic that stays for few rows adds to C: its fill goes with it.
-    g->moveBefore(choice.elseBlock()->getTerminator());
+    g->moveBefore(kernels.elseBlock()->getTerminator());
     if (zeroed)
       zeroed->moveBefore(g);
   } else {
@@ -161,6 +166,15 @@ struct GpuTiledMatmulPass : impl::GpuTiledMatmulBase<GpuTiledMatmulPass> {
                                   << static_cast<int64_t>(minBlocks);
       return signalPassFailure();
     }
+    if (splitMinRows < 0) {
+      getOperation()->emitError() << getArgument() << ": split-min-rows must be a count of rows >= 0, not "
+                                  << static_cast<int64_t>(splitMinRows);
+      return signalPassFailure();
+    }
+    ProductChoice choice;
+    choice.minRows = minRows;
+    choice.minBlocks = minBlocks;
+    choice.splitMinRows = splitMinRows;
     SmallVector<linalg::GenericOp> matmuls, grouped;
     getOperation().walk([&](linalg::GenericOp g) {
       if (insideKernel(g))
@@ -171,9 +185,9 @@ struct GpuTiledMatmulPass : impl::GpuTiledMatmulBase<GpuTiledMatmulPass> {
         grouped.push_back(g);
     });
     for (linalg::GenericOp g : grouped)
-      rewriteProduct(g, /*grouped=*/true, minRows, minBlocks, batchInvariant, *tileMath, cpAsync);
+      rewriteProduct(g, /*grouped=*/true, choice, batchInvariant, *tileMath, cpAsync);
     for (linalg::GenericOp g : matmuls)
-      rewriteProduct(g, /*grouped=*/false, minRows, minBlocks, batchInvariant, *tileMath, cpAsync);
+      rewriteProduct(g, /*grouped=*/false, choice, batchInvariant, *tileMath, cpAsync);
   }
 };
 } // namespace

@@ -342,6 +342,9 @@ void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
   // into a ring of stages (TiledGemm::stagedA).
   const bool pipelined = pairs && g.stagedA.buffer && g.stagedW.buffer;
   const int64_t tileRows = g.tile.rows, tileCols = g.tile.cols;
+  const bool split = g.depthParts > 1;
+  assert((!split || (pipelined && g.partDepth % kStageDepth == 0 && g.storePart)) &&
+         "a split depth is staged by cp.async, in whole stages");
   assert((!tensorCores || (tileRows == 64 && tileCols == 64) || (pairs && tileRows == 128 && tileCols == 128)) &&
          "the mma warps cover a 64 x 64 tile, or with bf16 a 128 x 128 one");
   assert(tileRows % kSide == 0 && tileCols % kSide == 0 && "4-wide groups of a 16 x 16 thread grid");
@@ -373,8 +376,18 @@ void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
   auto lessThan = [&](OpBuilder &o, Value x, Value bound) {
     return arith::CmpIOp::create(o, loc, arith::CmpIPredicate::ult, x, bound).getResult();
   };
+  // With a split depth, block y's part and the depths it adds.
+  Value blockY = launch.getBlockIds().y, part, depthBegin, depthEnd = K;
+  if (split) {
+    Value parts = arith::ConstantIndexOp::create(k, loc, g.depthParts);
+    part = arith::RemUIOp::create(k, loc, blockY, parts);
+    blockY = arith::DivUIOp::create(k, loc, blockY, parts);
+    depthBegin = arith::MulIOp::create(k, loc, part, arith::ConstantIndexOp::create(k, loc, g.partDepth));
+    depthEnd = arith::MinUIOp::create(
+        k, loc, K, arith::AddIOp::create(k, loc, depthBegin, arith::ConstantIndexOp::create(k, loc, g.partDepth)));
+  }
   Value valid, row0, rowEnd;
-  std::tie(valid, row0, rowEnd) = g.rows(k, loc, launch.getBlockIds().y);
+  std::tie(valid, row0, rowEnd) = g.rows(k, loc, blockY);
   // A block with work has a row: the staging clamps its rows to rowEnd - 1.
   // The whole block takes the branch or not: the barriers inside stay
   // uniform.
@@ -535,7 +548,11 @@ void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
         Value in = arith::AndIOp::create(k, loc, lessThan(k, r, rowEnd), lessThan(k, col, N));
         auto store = scf::IfOp::create(k, loc, TypeRange{}, in, /*withElse=*/false);
         OpBuilder t = store.getThenBodyBuilder();
-        g.store(t, loc, r, col, sums[size_t(i * colsPerThread + j)]);
+        Value sum = sums[size_t(i * colsPerThread + j)];
+        if (split)
+          g.storePart(t, loc, part, r, col, sum);
+        else
+          g.store(t, loc, r, col, sum);
       }
     OpBuilder end = OpBuilder::atBlockEnd(&entry);
     gpu::TerminatorOp::create(end, loc);
@@ -586,17 +603,21 @@ void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
     };
     addChunks(g.stagedA, ringA, elementA, tileRows, row0, lastRow);
     addChunks(g.stagedW, ringW, elementW, tileCols, col0, lastCol);
-    Value stages = ceilDiv(o, loc, K, kStageDepth);
+    // Stage s holds depths [first + 32 s, +32) (first: the part's, or 0),
+    // none at or past `end` (the part's, or K).
+    Value first = split ? depthBegin : c(o, 0);
+    Value stages = ceilDiv(o, loc, split ? arith::SubIOp::create(o, loc, depthEnd, depthBegin).getResult() : K,
+                           kStageDepth);
     // Stage `s`'s copies into slot `slot`, when s < stages (a uniform
     // branch), and their commit group (empty past the last stage, so that
     // group s is always stage s).
     auto copyStage = [&](OpBuilder &p, Value s, Value slot) {
       auto issue = scf::IfOp::create(p, loc, TypeRange{}, lessThan(p, s, stages), /*withElse=*/false);
       OpBuilder q = issue.getThenBodyBuilder();
-      Value k0 = arith::MulIOp::create(q, loc, s, c(q, kStageDepth));
+      Value k0 = arith::AddIOp::create(q, loc, first, arith::MulIOp::create(q, loc, s, c(q, kStageDepth)));
       for (const Chunk &chunk : chunks) {
         Value d = arith::AddIOp::create(q, loc, k0, chunk.depth);
-        Value in = arith::AndIOp::create(q, loc, chunk.inRange, lessThan(q, d, K));
+        Value in = arith::AndIOp::create(q, loc, chunk.inRange, lessThan(q, d, depthEnd));
         Value sourceElements = arith::SelectOp::create(q, loc, in, c(q, chunk.elements), c(q, 0));
         SmallVector<Value> from = chunk.prefix;
         from.push_back(arith::SelectOp::create(q, loc, in, d, c(q, 0)));
@@ -871,8 +892,90 @@ void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g) {
   gpu::TerminatorOp::create(k, loc);
 }
 
-scf::IfOp buildProductKernels(OpBuilder &b, Location loc, const Product &p, int64_t minRows, int64_t minBlocks,
-                              bool warpBelow) {
+std::optional<std::pair<int64_t, int64_t>> depthSplit(Value N, Value K, Value gridZ) {
+  std::optional<int64_t> n = staticExtent(N), depth = staticExtent(K), z = gridZ ? staticExtent(gridZ) : std::optional<int64_t>(1);
+  if (!n || !depth || !z || *n <= 0 || *depth <= 0 || *z <= 0)
+    return std::nullopt;
+  const int64_t tiles = (*n + 63) / 64 * *z;
+  int64_t parts = std::min((kSplitTargetBlocks + tiles - 1) / tiles, std::max<int64_t>(1, *depth / kMinPartDepth));
+  // Whole stages a part, and no empty part.
+  int64_t partDepth = ((*depth + parts - 1) / parts + kStageDepth - 1) / kStageDepth * kStageDepth;
+  parts = (*depth + partDepth - 1) / partDepth;
+  if (parts < 2)
+    return std::nullopt;
+  return std::make_pair(parts, partDepth);
+}
+
+namespace {
+/// The split-depth product (ProductChoice::splitMinRows): 64 x 64 bf16
+/// tiles, block y the part y mod parts of row tile y div parts, each part's
+/// sums to a scratch buffer [parts][gridZ][M][N]; then a thread per output
+/// adds them in the order of the parts (one
+/// order for any launch) and stores the sum through p.store.
+void buildSplitProduct(OpBuilder &b, Location loc, const Product &p, std::pair<int64_t, int64_t> split) {
+  auto c = [&](OpBuilder &o, int64_t v) { return arith::ConstantIndexOp::create(o, loc, v).getResult(); };
+  auto [parts, partDepth] = split;
+  Value one = c(b, 1), Z = p.gridZ ? p.gridZ : one;
+  TiledGemm g;
+  g.tile = {64, 64};
+  g.gridX = ceilDiv(b, loc, p.N, 64);
+  g.gridY = arith::MulIOp::create(b, loc, ceilDiv(b, loc, p.M, 64), c(b, parts));
+  g.gridZ = p.gridZ;
+  g.N = p.N;
+  g.K = p.K;
+  g.rows = tileRowsUpTo(p.M, 64);
+  g.loadA = p.loadA;
+  g.loadW = p.loadW;
+  g.math = TileMath::Bf16;
+  g.stagedA = p.stagedA;
+  g.stagedW = p.stagedW;
+  g.depthParts = parts;
+  g.partDepth = partDepth;
+  Value outputs = arith::MulIOp::create(b, loc, p.M, p.N);
+  Value zOutputs = arith::MulIOp::create(b, loc, Z, outputs);
+  Value partials = memref::AllocOp::create(b, loc, MemRefType::get({ShapedType::kDynamic}, b.getF32Type()),
+                                           ValueRange{arith::MulIOp::create(b, loc, zOutputs, c(b, parts))});
+  // Output (z, r, col) of part `part`: partials[part Z M N + z M N + r N + col].
+  auto at = [=](OpBuilder &o, Location l, Value part, Value z, Value r, Value col) {
+    Value inZ = arith::AddIOp::create(o, l, arith::MulIOp::create(o, l, r, p.N), col);
+    Value zPart = arith::AddIOp::create(o, l, arith::MulIOp::create(o, l, part, Z), z);
+    return arith::AddIOp::create(o, l, arith::MulIOp::create(o, l, zPart, outputs), inZ).getResult();
+  };
+  auto blockZ = std::make_shared<Value>();
+  g.prologue = [prologue = p.prologue, blockZ](OpBuilder &o, Location l, Value z) {
+    *blockZ = z;
+    if (prologue)
+      prologue(o, l, z);
+  };
+  g.storePart = [=](OpBuilder &o, Location l, Value part, Value r, Value col, Value sum) {
+    memref::StoreOp::create(o, l, sum, partials, ValueRange{at(o, l, part, *blockZ, r, col)});
+  };
+  buildTiledGemm(b, loc, g);
+  // The sums: output i = r N + col of product blockIdx.z.
+  const int64_t threads = 256;
+  auto launch = gpu::LaunchOp::create(b, loc, ceilDiv(b, loc, outputs, threads), one, Z, c(b, threads), one, one);
+  OpBuilder k = OpBuilder::atBlockEnd(&launch.getBody().front());
+  Value z = launch.getBlockIds().z;
+  if (p.prologue)
+    p.prologue(k, loc, z);
+  Value i = arith::AddIOp::create(k, loc, arith::MulIOp::create(k, loc, launch.getBlockIds().x, c(k, threads)),
+                                  launch.getThreadIds().x);
+  auto in = scf::IfOp::create(k, loc, TypeRange{},
+                              arith::CmpIOp::create(k, loc, arith::CmpIPredicate::ult, i, outputs), false);
+  OpBuilder t = in.getThenBodyBuilder();
+  Value r = arith::DivUIOp::create(t, loc, i, p.N), col = arith::RemUIOp::create(t, loc, i, p.N);
+  Value sum;
+  for (int64_t part = 0; part < parts; ++part) {
+    Value v = memref::LoadOp::create(t, loc, partials, ValueRange{at(t, loc, c(t, part), z, r, col)});
+    sum = sum ? arith::AddFOp::create(t, loc, sum, v).getResult() : v;
+  }
+  p.store(t, loc, r, col, sum);
+  gpu::TerminatorOp::create(k, loc);
+  memref::DeallocOp::create(b, loc, partials);
+}
+} // namespace
+
+scf::IfOp buildProductKernels(OpBuilder &b, Location loc, const Product &p, const ProductChoice &choice) {
   // The grids first: the branches use them.
   GemmTile tile = gemmTile(p.math, p.N);
   Value gridX = ceilDiv(b, loc, p.N, tile.cols), gridY = ceilDiv(b, loc, p.M, tile.rows);
@@ -880,8 +983,8 @@ scf::IfOp buildProductKernels(OpBuilder &b, Location loc, const Product &p, int6
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, v, arith::ConstantIndexOp::create(b, loc, bound))
         .getResult();
   };
-  Value tiled = atLeast(p.M, minRows);
-  if (minBlocks > 1) {
+  Value tiled = atLeast(p.M, choice.minRows);
+  if (choice.minBlocks > 1) {
     // Few tiles (below half a wave): a tile's time does not shrink with its
     // rows, and the warp kernel's, whose weight reads past the first row
     // come from L2, grows with them; from kWarpRowsAtMost rows the tiles are
@@ -889,11 +992,22 @@ scf::IfOp buildProductKernels(OpBuilder &b, Location loc, const Product &p, int6
     Value blocks = arith::MulIOp::create(b, loc, gridX, gridY);
     if (p.gridZ)
       blocks = arith::MulIOp::create(b, loc, blocks, p.gridZ);
-    Value enough = arith::OrIOp::create(b, loc, atLeast(blocks, minBlocks), atLeast(p.M, kWarpRowsAtMost));
+    Value enough = arith::OrIOp::create(b, loc, atLeast(blocks, choice.minBlocks), atLeast(p.M, kWarpRowsAtMost));
     tiled = arith::AndIOp::create(b, loc, tiled, enough);
   }
-  auto choice = scf::IfOp::create(b, loc, TypeRange{}, tiled, /*withElse=*/true);
-  OpBuilder t = choice.getThenBodyBuilder();
+  std::optional<std::pair<int64_t, int64_t>> split;
+  Value splitRows;
+  if (choice.warpBelow && choice.splitMinRows > 0 && p.math == TileMath::Bf16 && p.stagedA.buffer && p.stagedW.buffer)
+    split = depthSplit(p.N, p.K, p.gridZ);
+  if (split)
+    // Fewer rows than a full tile, but enough that the warp kernel's
+    // re-reads of the weight (one a row, from L2) cost more than tiles
+    // whose mma rows are partly padding.
+    splitRows = arith::AndIOp::create(b, loc, atLeast(p.M, choice.splitMinRows),
+                                      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, p.M,
+                                                            arith::ConstantIndexOp::create(b, loc, kWarpRowsAtMost)));
+  auto kernels = scf::IfOp::create(b, loc, TypeRange{}, tiled, /*withElse=*/true);
+  OpBuilder t = kernels.getThenBodyBuilder();
   TiledGemm g;
   g.gridX = gridX;
   g.gridY = gridY;
@@ -910,9 +1024,15 @@ scf::IfOp buildProductKernels(OpBuilder &b, Location loc, const Product &p, int6
   g.stagedA = p.stagedA;
   g.stagedW = p.stagedW;
   buildTiledGemm(t, loc, g);
-  if (!warpBelow)
-    return choice;
-  OpBuilder e = OpBuilder::atBlockBegin(choice.elseBlock());
+  if (!choice.warpBelow)
+    return kernels;
+  OpBuilder e = OpBuilder::atBlockBegin(kernels.elseBlock());
+  if (split) {
+    auto splitChoice = scf::IfOp::create(e, loc, TypeRange{}, splitRows, /*withElse=*/true);
+    OpBuilder s = splitChoice.getThenBodyBuilder();
+    buildSplitProduct(s, loc, p, *split);
+    e = OpBuilder::atBlockBegin(splitChoice.elseBlock());
+  }
   WarpGemv w;
   w.M = p.M;
   w.N = p.N;
@@ -930,7 +1050,7 @@ scf::IfOp buildProductKernels(OpBuilder &b, Location loc, const Product &p, int6
       return indices(o, l, col, d);
     };
   buildWarpGemv(e, loc, w);
-  return choice;
+  return kernels;
 }
 
 SmallVector<Value> loopExtents(OpBuilder &b, Location loc, linalg::GenericOp g) {

@@ -137,6 +137,14 @@ struct TiledGemm {
   /// the rows as stored (f32 rounded to bf16 as it is read). The same mma
   /// sequence as the register-staged kernel: the same sums, bit for bit.
   StagedRows stagedA, stagedW;
+  /// Split depth (staged rows only): block y computes part y mod depthParts
+  /// of the depth of the tile at y div depthParts (gridY counts both),
+  /// depths [part partDepth, min(K, (part + 1) partDepth)), partDepth a
+  /// multiple of the 32-deep stage; each output's partial sum goes to
+  /// storePart instead of store. A product of few rows and few tiles then
+  /// fills the GPU (buildProductKernels adds the parts).
+  int64_t depthParts = 1, partDepth = 0;
+  std::function<void(OpBuilder &, Location, Value part, Value r, Value col, Value sum)> storePart;
 };
 void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g);
 
@@ -208,12 +216,39 @@ struct Product {
 /// tiles takes the same time from 1 to 128 rows (7.9 ms): they meet near
 /// 128.
 constexpr int64_t kWarpRowsAtMost = 128;
+/// Blocks a split-depth product aims for: two waves of the H200's 132 SMs
+/// (a 64 x 64 bf16 tile's block takes 256 threads and some 37 KB of shared
+/// memory: two or more fit an SM).
+constexpr int64_t kSplitTargetBlocks = 264;
+/// The shallowest part of a split depth: 8 of the cp.async ring's 32-deep
+/// stages, so that a block's pipeline still fills before it drains.
+constexpr int64_t kMinPartDepth = 256;
+/// How a product of N columns, depth K, batched gridZ times, splits its
+/// depth on 64 x 64 tiles: {parts, part depth}, the parts as few as give
+/// kSplitTargetBlocks blocks with one row of tiles and no part shallower
+/// than kMinPartDepth; nullopt when that is one part (enough tiles, or a
+/// shallow depth) or N, K (or gridZ) are dynamic.
+std::optional<std::pair<int64_t, int64_t>> depthSplit(Value N, Value K, Value gridZ);
+
+/// Which kernels buildProductKernels may choose.
+struct ProductChoice {
+  int64_t minRows = 16;   // rows from which the tiled kernel runs
+  int64_t minBlocks = 0;  // below kWarpRowsAtMost rows, tiles it needs (<= 1: any)
+  /// Rows from which a product that the tiled kernel does not take (too few
+  /// tiles, or rows below minRows) and that has fewer than kWarpRowsAtMost
+  /// runs as 64 x 64 bf16 tiles with its depth split (depthSplit), the parts
+  /// added in order by a second kernel; 0: never. Only with bf16 math and
+  /// both operands staged (Product::stagedA), N and K static.
+  int64_t splitMinRows = 0;
+  /// Below those, a warp per output; false: the else branch is left empty
+  /// for the caller.
+  bool warpBelow = true;
+};
 /// An scf.if on M >= minRows and, when minBlocks > 1, the tiled kernel
 /// having minBlocks blocks or more (or M >= kWarpRowsAtMost): the tiled
-/// kernel, else (when `warpBelow`) a warp per output; without `warpBelow`
-/// the else branch is left empty for the caller.
-scf::IfOp buildProductKernels(OpBuilder &b, Location loc, const Product &p, int64_t minRows, int64_t minBlocks,
-                              bool warpBelow);
+/// kernel; else (see ProductChoice) the split-depth tiles or a warp per
+/// output.
+scf::IfOp buildProductKernels(OpBuilder &b, Location loc, const Product &p, const ProductChoice &choice);
 
 /// The extents of a generic's loops, as index values.
 SmallVector<Value> loopExtents(OpBuilder &b, Location loc, linalg::GenericOp g);

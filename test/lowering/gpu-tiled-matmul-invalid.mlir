@@ -2,6 +2,7 @@
 // RUN: not dsf-opt %s --dsf-gpu-grouped-experts="math=fp8" 2>&1 | FileCheck --check-prefix=EXPERTS %s
 // RUN: not dsf-opt %s --dsf-gpu-batched-contraction="math=int8" 2>&1 | FileCheck --check-prefix=CONTRACTION %s
 // RUN: not dsf-opt %s --dsf-gpu-tiled-matmul="min-blocks=-2" 2>&1 | FileCheck --check-prefix=BLOCKS %s
+// RUN: not dsf-opt %s --dsf-gpu-tiled-matmul="split-min-rows=-5" 2>&1 | FileCheck --check-prefix=SPLIT %s
 // RUN: not dsf-opt %s --dsf-gpu-grouped-experts="min-rows-per-expert=-1" 2>&1 | FileCheck --check-prefix=SPREAD %s
 // RUN: not dsf-opt %s --dsf-gpu-sink-attention="mma-min-tokens=-1" 2>&1 | FileCheck --check-prefix=MMAMIN %s
 // RUN: not dsf-opt %s --dsf-gpu-sink-attention="mma-min-batch=-3" 2>&1 | FileCheck --check-prefix=MMABATCH %s
@@ -16,6 +17,7 @@ module {
 // The thresholds are counts: a negative one is an error naming the pass and
 // the value (unsigned comparisons would silently never take the tiles).
 // BLOCKS: error: dsf-gpu-tiled-matmul: min-blocks must be a count of tiles >= 0, not -2
+// SPLIT: error: dsf-gpu-tiled-matmul: split-min-rows must be a count of rows >= 0, not -5
 // SPREAD: error: dsf-gpu-grouped-experts: min-rows-per-expert must be a count of rows >= 0, not -1
 // The tensor-core attention's threshold is a count of tokens (0: never); a
 // negative one is an error naming the pass and the value.

@@ -5,6 +5,8 @@
 // RUN: dsf-opt %s --dsf-gpu-tiled-matmul="min-rows=16 math=3xtf32" --split-input-file | FileCheck --check-prefix=TF32X3 %s
 // RUN: dsf-opt %s --dsf-gpu-tiled-matmul="min-rows=16 math=bf16 cp-async=false" --split-input-file | FileCheck --check-prefix=BF16 %s
 // RUN: dsf-opt %s --dsf-gpu-tiled-matmul="min-rows=16 math=bf16" --split-input-file | FileCheck --check-prefix=ASYNC %s
+// RUN: dsf-opt %s --dsf-gpu-tiled-matmul="min-rows=16 math=bf16 split-min-rows=0" --split-input-file | FileCheck --check-prefix=NOSPLIT %s
+// RUN: dsf-opt %s --dsf-gpu-tiled-matmul="min-rows=16 math=bf16 batch-invariant=true" --split-input-file | FileCheck --check-prefix=INVARIANT-BF16 %s
 
 // On the tensor cores (math=tf32): the same staging into slices padded to
 // 72 floats a row (the fragments' reads fall in 32 banks), then per 8-deep
@@ -568,6 +570,116 @@ func.func @reads_zeroed(%w: memref<96x64xf32>, %y: memref<?x96xf32>) {
   ^bb0(%i: f32, %i_0: f32, %o: f32):
     %p = arith.mulf %i, %i_0 : f32
     %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A product the tiles do not take (8 tiles of 64 x 64, fewer than 66) with a
+// deep K (1,000) and bf16 operands staged by cp.async: from split-min-rows
+// (16) up to 127 rows, 64 x 64 tiles with the depth split in 3 parts of
+// 352 depths (11 stages; the last 296): block y is part y mod 3 of row tile
+// y div 3, its stages from depth 352 part up to min(K, 352 (part + 1)), its
+// sums stored to a scratch buffer of 3 x M x 512 floats (part-major); then
+// a thread per output adds the 3 parts in order and stores the sum into C
+// (zeroed just before: the fill goes). Fewer rows: the warp kernel.
+// ASYNC-LABEL: func.func @split
+// ASYNC: %[[ROWS:.*]] = memref.dim %arg0, %c0
+// ASYNC: %[[TILED:.*]] = arith.andi
+// ASYNC: %[[FROM:.*]] = arith.cmpi uge, %[[ROWS]], %c16{{.*}}
+// ASYNC: %[[BELOW:.*]] = arith.cmpi ult, %[[ROWS]], %c128{{.*}}
+// ASYNC: %[[SPLIT:.*]] = arith.andi %[[FROM]], %[[BELOW]]
+// ASYNC: scf.if %[[TILED]] {
+// ASYNC: gpu.launch
+// ASYNC: } else {
+// ASYNC-NEXT: scf.if %[[SPLIT]] {
+// ASYNC: %[[COLTILES:.*]] = arith.divui %{{.*}}, %c64{{.*}}
+// ASYNC: %[[ROWTILES:.*]] = arith.divui %{{.*}}, %c64{{.*}}
+// ASYNC: %[[GRIDY:.*]] = arith.muli %[[ROWTILES]], %c3{{.*}}
+// ASYNC: %[[OUTPUTS:.*]] = arith.muli %[[ROWS]], %[[COLS:.*]] : index
+// ASYNC: %[[SCRATCH:.*]] = memref.alloc(%{{.*}}) : memref<?xf32>
+// ASYNC: gpu.launch blocks(%{{.*}}, %[[BY:.*]], %{{.*}}) in (%{{.*}} = %[[COLTILES]], %{{.*}} = %[[GRIDY]], %{{.*}} = %{{.*}}) {{.*}} dynamic_shared_memory_size %c46080_i32 {
+// ASYNC: %[[PART:.*]] = arith.remui %[[BY]], %c3{{.*}}
+// ASYNC: %[[TILE:.*]] = arith.divui %[[BY]], %c3{{.*}}
+// ASYNC: %[[BEGIN:.*]] = arith.muli %[[PART]], %c352{{.*}}
+// ASYNC: %[[LIMIT:.*]] = arith.addi %[[BEGIN]], %c352{{.*}}
+// ASYNC: %[[END:.*]] = arith.minui %{{.*}}, %[[LIMIT]]
+// ASYNC: %[[DEPTHS:.*]] = arith.subi %[[END]], %[[BEGIN]]
+// ASYNC: %[[STAGES:.*]] = arith.divui
+// ASYNC: arith.addi %[[BEGIN]],
+// ASYNC: arith.cmpi ult, %{{.*}}, %[[END]]
+// ASYNC: nvgpu.device_async_copy %arg0
+// ASYNC: scf.for %{{.*}} = %c0{{.*}} to %[[STAGES]]
+// ASYNC-COUNT-8: nvvm.mma.sync
+// ASYNC-NOT: nvvm.mma.sync
+// ASYNC: scf.yield
+// ASYNC: memref.store %{{.*}}, %[[SCRATCH]][%{{.*}}] : memref<?xf32>
+// ASYNC-NOT: memref.store {{.*}}, %arg2
+// ASYNC: gpu.terminator
+// ASYNC: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in
+// ASYNC: %[[I:.*]] = arith.addi
+// ASYNC: arith.cmpi ult, %[[I]], %[[OUTPUTS]]
+// ASYNC: %[[P0:.*]] = memref.load %[[SCRATCH]]
+// ASYNC: %[[P1:.*]] = memref.load %[[SCRATCH]]
+// ASYNC: %[[S1:.*]] = arith.addf %[[P0]], %[[P1]] : f32
+// ASYNC: %[[P2:.*]] = memref.load %[[SCRATCH]]
+// ASYNC: %[[S2:.*]] = arith.addf %[[S1]], %[[P2]] : f32
+// ASYNC-NEXT: memref.store %[[S2]], %arg2[
+// ASYNC: gpu.terminator
+// ASYNC: memref.dealloc %[[SCRATCH]] : memref<?xf32>
+// ASYNC-NEXT: } else {
+// ASYNC: gpu.shuffle  xor
+// ASYNC-NOT: linalg.fill
+// Without a split (split-min-rows=0) and batch-invariant: no scratch.
+// NOSPLIT-LABEL: func.func @split
+// NOSPLIT-NOT: memref.alloc
+// NOSPLIT: gpu.shuffle  xor
+// INVARIANT-BF16-LABEL: func.func @split
+// INVARIANT-BF16-NOT: memref.alloc
+// INVARIANT-BF16: linalg.generic
+// A shallow depth (128: one part) or a dynamic one keeps the warp kernel.
+// ASYNC-LABEL: func.func @shallow
+// ASYNC-NOT: memref.alloc
+// ASYNC: gpu.shuffle  xor
+// ASYNC-LABEL: func.func @dynamic_depth
+// ASYNC-NOT: memref.alloc
+// ASYNC: return
+#a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#b = affine_map<(d0, d1, d2) -> (d1, d2)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @split(%x: memref<?x1000xf32>, %w: memref<512x1000xbf16>, %y: memref<?x512xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%y : memref<?x512xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<?x1000xf32>, memref<512x1000xbf16>) outs(%y : memref<?x512xf32>) {
+  ^bb0(%in: f32, %in_0: bf16, %out: f32):
+    %wf = arith.extf %in_0 : bf16 to f32
+    %p = arith.mulf %in, %wf : f32
+    %s = arith.addf %out, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+func.func @shallow(%x: memref<?x128xf32>, %w: memref<512x128xbf16>, %y: memref<?x512xf32>) {
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<?x128xf32>, memref<512x128xbf16>) outs(%y : memref<?x512xf32>) {
+  ^bb0(%in: f32, %in_0: bf16, %out: f32):
+    %wf = arith.extf %in_0 : bf16 to f32
+    %p = arith.mulf %in, %wf : f32
+    %s = arith.addf %out, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+func.func @dynamic_depth(%x: memref<?x?xf32>, %w: memref<512x?xbf16>, %y: memref<?x512xf32>) {
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<?x?xf32>, memref<512x?xbf16>) outs(%y : memref<?x512xf32>) {
+  ^bb0(%in: f32, %in_0: bf16, %out: f32):
+    %wf = arith.extf %in_0 : bf16 to f32
+    %p = arith.mulf %in, %wf : f32
+    %s = arith.addf %out, %p : f32
     linalg.yield %s : f32
   }
   return

@@ -108,6 +108,11 @@ cl::opt<long> tileMinRowsPerExpert("tile-min-rows-per-expert",
                                    cl::desc("--target=cuda: the routed experts run as tiles from this many rows an "
                                             "expert on average (default 32), below as a warp per output"),
                                    cl::init(32), cl::cat(dsfCategory));
+cl::opt<long> tileSplitMinRows("tile-split-min-rows",
+                                cl::desc("--target=cuda with --tile-math=bf16: a product of this many to 127 rows "
+                                         "that the tiles do not take runs as bf16 tiles with its depth split across "
+                                         "blocks, not the warp kernel (default 16; 0: never)"),
+                                cl::init(16), cl::cat(dsfCategory));
 cl::opt<long> attentionMmaMinTokens("attention-mma-min-tokens",
                                     cl::desc("--target=cuda: a call of this many tokens or more runs its sink "
                                              "attention on the tensor cores (bf16 operands, f32 sums; a block per "
@@ -195,6 +200,7 @@ int compileArtifact(mlir::ModuleOp module, const dsf::ModelConfig &config,
   cudaOptions.tileMath = tileMath;
   cudaOptions.tileMinBlocks = tileMinBlocks;
   cudaOptions.tileMinRowsPerExpert = tileMinRowsPerExpert;
+  cudaOptions.tileSplitMinRows = tileSplitMinRows;
   cudaOptions.tileCpAsync = !noCpAsync;
   // A bf16 build's prefill attention is bf16 too (its activations are); the
   // f32-family builds keep f32 attention unless asked.
@@ -301,6 +307,12 @@ int main(int argc, char **argv) {
                  std::to_string(tileMinRowsPerExpert));
   if ((tileMinBlocks.getNumOccurrences() || tileMinRowsPerExpert.getNumOccurrences()) && target != "cuda")
     return error("--tile-min-blocks and --tile-min-rows-per-expert choose the kernels of --target=cuda");
+  if (tileSplitMinRows < 0)
+    return error("--tile-split-min-rows: expected a count of rows >= 0 (0: never), not " +
+                 std::to_string(tileSplitMinRows));
+  if (tileSplitMinRows.getNumOccurrences() && (tileMath != "bf16" || target != "cuda" || noCpAsync))
+    return error("--tile-split-min-rows chooses the split-depth bf16 tiles, staged by cp.async: it needs "
+                 "--target=cuda --tile-math=bf16 without --no-cp-async");
   if (attentionMmaMinTokens < 0)
     return error("--attention-mma-min-tokens: expected a count of tokens >= 0 (0: never), not " +
                  std::to_string(attentionMmaMinTokens));
