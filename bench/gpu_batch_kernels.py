@@ -7,7 +7,7 @@ of a batch of 8's step, the shared FFN's 18 tiles for 132 SMs at 64)
 Runs on the GPU machine over builds of one model made on the development
 machine, the first the anchor (the build before the change):
   python3 bench/gpu_batch_kernels.py DSF_RUN OUT.md NAME=ART [NAME=ART ...] [--context N] [--batches 1,8,64]
-                                     [--profile-batch 8,64]
+                                     [--profile-batch 8,64] [--prefill-against NAME=ART [--prefill-tokens N]]
 
 For each build, the same random weights in the released formats
 (dsfa_tool.write_random_quantized) and the same --context-token prompt
@@ -17,9 +17,15 @@ then each --profile-batch step by dsf op (DSF_CUDA_PROFILE: every launch
 timed alone, no graph) with the builds side by side. The tokens each build
 prints are compared with the anchor's: another order of the same f32 sums,
 so argmax may differ only where two logits are within rounding.
+With --prefill-against, every build's logits for the prompt's first N tokens
+(default 100: a prefill's products of 16-127 rows) are compared with that
+build's (test/runtime/Inputs/check_logits.py: relative error, argmax): a
+build that changes only the order of the same sums must stay within rounding
+of it.
 """
 import datetime
 import os
+import subprocess
 import sys
 
 
@@ -29,7 +35,19 @@ from batch_runs import (Report, batch_steps, build_args, gpu_name, profile_by_op
                         random_weights_and_prompt, run_dsf)
 
 args = sys.argv[1:]
-dsf_run, out_md, builds, context, batches, profile_batches = build_args(args, 2048)
+prefill_reference, prefill_tokens, rest = None, 100, []
+i = 0
+while i < len(args):
+    if args[i] == "--prefill-against":
+        prefill_reference = tuple(args[i + 1].split("=", 1))
+        i += 2
+    elif args[i] == "--prefill-tokens":
+        prefill_tokens = int(args[i + 1])
+        i += 2
+    else:
+        rest.append(args[i])
+        i += 1
+dsf_run, out_md, builds, context, batches, profile_batches = build_args(rest, 2048)
 if not builds:
     sys.exit("give at least one build as NAME=ARTIFACT")
 
@@ -93,4 +111,23 @@ for profile_batch in profile_batches:
     for op in ops[:14]:
         say(f"| {op} | " + " | ".join(f"{by_build[n].get(op, 0.0):.2f}" for n, _ in builds) + " |")
     say("| **all** | " + " | ".join(f"{sum(by_build[n].values()):.2f}" for n, _ in builds) + " |")
+    say()
+
+if prefill_reference:
+    ids = open(ids_path).read().split(",")[:prefill_tokens]
+    prefill_ids = os.path.join(work, f"ids{prefill_tokens}")
+    with open(prefill_ids, "w") as f:
+        f.write(",".join(ids))
+    dumps = {}
+    for name, artifact in [prefill_reference] + builds:
+        dumps[name] = os.path.join(work, f"prefill-{name}.logits")
+        run(artifact, weights, prefill_ids, ["--dump-logits", dumps[name]])
+    ref = prefill_reference[0]
+    say(f"## A {prefill_tokens}-token prefill's logits against {ref}'s ({os.path.basename(prefill_reference[1])})")
+    say()
+    checker = os.path.join(root, "test", "runtime", "Inputs", "check_logits.py")
+    for name, _ in builds:
+        r = subprocess.run([sys.executable, checker, dumps[name], "--against", dumps[ref]], capture_output=True,
+                           text=True)
+        say(f"- {name}: " + (r.stdout.strip() or r.stderr.strip()))
     say()

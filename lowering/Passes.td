@@ -62,6 +62,22 @@ def StateInPlace : Pass<"dsf-state-in-place", "::mlir::ModuleOp"> {
   }];
 }
 
+def NameConstants : Pass<"dsf-name-constants", "::mlir::ModuleOp"> {
+  let summary = "Name bufferization's constant globals in the order of their first use";
+  let description = [{
+    Runs after one-shot bufferization, which names each tensor constant's
+    private `memref.global` after its type (`__constant_32xf32`, `_0`, ...)
+    in an order MLIR 22 takes from pointer-keyed maps (llvm-project#184722):
+    the same model then compiled to different bytes from run to run. The
+    pass renames those globals (private, constant, named `__constant_...`)
+    in the order of their first `memref.get_global` in the module (unused
+    ones after, in module order), rewrites every reference to them, and
+    moves them to the module's start in that order. A new name held by a
+    symbol that is not such a global is an error naming it.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def SinkGlobalsIntoKernels : Pass<"dsf-sink-globals-into-kernels", "::mlir::ModuleOp"> {
   let summary = "Let kernels read constant tables from their own module, not the host's";
   let description = [{

@@ -44,6 +44,15 @@ prepare)
   build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cuda --attention-mma-min-batch=1 -o $G/cuda-batch-mma.dsfa
   build/bin/dsf-compile models/deepseek-v4.1-tiny --no-kv-quant --target=cuda --attention-mma-min-batch=1 -o $G/cuda-noquant-batch-mma.dsfa
   build/bin/dsf-compile models/deepseek-v4.1-tiny --no-kv-quant --target=cuda -o $G/cuda-noquant-batch.dsfa
+  # The split-depth bf16 tiles (--tile-split-min-rows): the small V4's
+  # products of 16-127 rows with few tiles and a deep K (D 1024) take them
+  # by default in a bf16 build; the same build with the tiles for every
+  # product of 16 rows or more (--tile-min-blocks=0, no split); and a
+  # batched build that splits from one row, with its CPU batch.
+  build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cuda --tile-math=bf16 --tile-min-rows-per-expert=0 --no-batch-decode -o $G/v4small-cuda-split.dsfa
+  build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cuda --tile-math=bf16 --tile-min-rows-per-expert=0 --tile-min-blocks=0 --tile-split-min-rows=0 --no-batch-decode -o $G/v4small-cuda-tiles.dsfa
+  build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cuda --tile-math=bf16 --tile-split-min-rows=1 -o $G/v4small-cuda-split-batch.dsfa
+  build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cpu -o $G/v4small-cpu-batch.dsfa
   build/bin/dsf-compile models/deepseek-v4.1-tiny --no-kv-quant --target=cpu -o $G/cpu-noquant.dsfa
   if [[ "${2:-}" != quick ]]; then
   # The tensor cores (--tile-math): the tiny models and the small V4.
@@ -191,6 +200,27 @@ PY
   $C $OUT/small-cuda.logits --against $OUT/small-cpu.logits --max-rel 1e-4 --min-argmax 100 || true
   $R $G/v4small-cuda.dsfa --weights $OUT/small.safetensors --prompt-ids @/tmp/small-pre --then-ids @/tmp/small-rest --dump-logits $OUT/small-dec.logits
   $C $OUT/small-dec.logits --against $OUT/small-cpu.logits --max-rel 1e-4 --min-argmax 100 || true
+  # The split-depth tiles: a 72-token prefill against the same build's
+  # tiles without a split (the same bf16 products, each output's parts
+  # added in another order: 1e-2, every argmax); the batched step (6 rows,
+  # split from one row) and its 20-72-token prefills against the CPU's
+  # batch to the bf16 builds' tolerance (0.5, 60 %, below); memcheck on
+  # both.
+  if have v4small-cuda-split.dsfa v4small-cuda-tiles.dsfa v4small-cuda-split-batch.dsfa v4small-cpu-batch.dsfa; then
+    $R $G/v4small-cuda-tiles.dsfa --weights $OUT/small.safetensors --prompt-ids @/tmp/small-ids --dump-logits $OUT/small-tiles.logits
+    $R $G/v4small-cuda-split.dsfa --weights $OUT/small.safetensors --prompt-ids @/tmp/small-ids --dump-logits $OUT/small-split.logits --timing
+    $C $OUT/small-split.logits --against $OUT/small-tiles.logits --max-rel 1e-2 --min-argmax 100 || true
+    python3 -c "import random; random.seed(5); spec = [(72, 6), (20, 9), (3, 12), (45, 4), (1, 8), (64, 7)]; open('/tmp/small-bprompts', 'w').write(''.join(','.join(str(random.randrange(4096)) for _ in range(n)) + ' +' + str(k) + '\n' for n, k in spec))"
+    $R $G/v4small-cpu-batch.dsfa --weights $OUT/small.safetensors --batch-prompts /tmp/small-bprompts --dump-logits $OUT/small-cb.logits
+    $R $G/v4small-cuda-split-batch.dsfa --weights $OUT/small.safetensors --batch-prompts /tmp/small-bprompts --dump-logits $OUT/small-sb.logits --timing
+    for s in 0 1 2 3 4 5; do
+      $C $OUT/small-sb.logits --sequence $s --against $OUT/small-cb.logits --max-rel 0.5 --min-argmax 60 || true
+    done
+    compute-sanitizer --tool memcheck --print-limit 5 $R $G/v4small-cuda-split.dsfa --weights $OUT/small.safetensors \
+      --prompt-ids @/tmp/small-ids --max-new-tokens 2 | tail -1
+    compute-sanitizer --tool memcheck --print-limit 5 $R $G/v4small-cuda-split-batch.dsfa --weights $OUT/small.safetensors \
+      --batch-prompts /tmp/small-bprompts | tail -1
+  fi
   # The tensor cores (--tile-math). 3xtf32 (split tf32 operands, three
   # products) is held to the f32 kernels' tolerances where there is no FP4
   # quantizer (the V4s against transformers and the CPU: 1e-4); on the tiny

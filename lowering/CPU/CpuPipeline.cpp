@@ -19,12 +19,15 @@ LogicalResult mlir::dsf::buildBufferization(OpPassManager &pm) {
   // does not return the arguments it updated in place: the layers' functions
   // (drop-equivalent-buffer-results) and a batched step's slots
   // (dsf-state-in-place). The scatters into those slots (scf.forall) become
-  // parallel loops, as linalg's do. Ownership-based deallocation frees every
+  // parallel loops, as linalg's do. The constants' globals get names in the
+  // order of their first use (dsf-name-constants: the same model, the same
+  // bytes). Ownership-based deallocation frees every
   // intermediate buffer; an entry point's results are the caller's to free.
   if (failed(parsePassPipeline("canonicalize,"
                                "one-shot-bufferize{bufferize-function-boundaries=1 "
                                "function-boundary-type-conversion=identity-layout-map},"
-                               "drop-equivalent-buffer-results,dsf-state-in-place,func.func(scf-forall-to-parallel)",
+                               "drop-equivalent-buffer-results,dsf-state-in-place,dsf-name-constants,"
+                               "func.func(scf-forall-to-parallel)",
                                pm)))
     return failure();
   bufferization::buildBufferDeallocationPipeline(pm);

@@ -52,7 +52,9 @@ cl::opt<std::string> schedule("schedule", cl::desc("Override the layer schedule,
                                                    "'S S (F R R R R R)*3 | (F R R R) (X R R R)*4'"),
                               cl::value_desc("schedule"), cl::cat(dsfCategory));
 cl::opt<std::string> emit("emit",
-                          cl::desc("What to print: dsf (after the pipeline), import (before it), ptx (with --target=cuda: the kernels)"),
+                          cl::desc("What to print: dsf (after the pipeline), import (before it), ptx (with --target=cuda: the "
+                                   "kernels), llvm (with --target: the host code in the LLVM dialect, as it goes "
+                                   "to LLVM)"),
                           cl::value_desc("kind"), cl::cat(dsfCategory));
 cl::opt<bool> printPipeline("print-pipeline", cl::desc("Print the pass pipeline and exit"), cl::cat(dsfCategory));
 cl::opt<bool> noKvQuant("no-kv-quant", cl::desc("Store every cache in f32 (dsf-quantize-kv off=true)"), cl::cat(dsfCategory));
@@ -216,6 +218,17 @@ int compileArtifact(mlir::ModuleOp module, const dsf::ModelConfig &config,
     return error("bad pass-manager options");
   if (failed(toLlvm.run(module)))
     return error("lowering to LLVM failed (diagnostics above)");
+  if (emit == "llvm") {
+    // What buildHostLibrary translates: reproducibility and codegen
+    // questions start here.
+    std::string errorMessage;
+    auto out = mlir::openOutputFile(output, &errorMessage);
+    if (!out)
+      return error(errorMessage);
+    module.print(out->os());
+    out->keep();
+    return 0;
+  }
   if (cudaOptions.emitPtx) {
     // Each kernel's module, as the NVPTX backend wrote it.
     std::string errorMessage;
@@ -284,8 +297,10 @@ int main(int argc, char **argv) {
     return error("--report-format: unknown format '" + reportFormat + "' (expected text or svg)");
   if (reportFormat == "svg" && (!wantSchedule || reports.size() != 1 || models.size() != 1))
     return error("--report-format=svg draws one model's --report=schedule, alone");
-  if (!emit.empty() && emit != "dsf" && emit != "import" && emit != "ptx")
-    return error("--emit: unknown kind '" + emit + "' (expected dsf, import or ptx)");
+  if (!emit.empty() && emit != "dsf" && emit != "import" && emit != "ptx" && emit != "llvm")
+    return error("--emit: unknown kind '" + emit + "' (expected dsf, import, ptx or llvm)");
+  if (emit == "llvm" && target.empty())
+    return error("--emit=llvm prints the host code of --target=cpu or --target=cuda");
   if (emit == "ptx" && target != "cuda")
     return error("--emit=ptx prints the kernels of --target=cuda");
   if (weightStorage != "declared" && weightStorage != "f32")
@@ -344,11 +359,11 @@ int main(int argc, char **argv) {
   if (!target.empty()) {
     if (target != "cpu" && target != "cuda")
       return error("--target: unknown target '" + target + "' (expected cpu or cuda)");
-    if ((!emit.empty() && emit != "ptx") || !reports.empty())
-      return error("--target writes an artifact; it does not combine with --emit (but ptx) or --report");
+    if ((!emit.empty() && emit != "ptx" && emit != "llvm") || !reports.empty())
+      return error("--target writes an artifact; it does not combine with --emit (but ptx or llvm) or --report");
     if (models.size() != 1)
       return error("--target compiles one model at a time");
-    if (output == "-" && emit != "ptx")
+    if (output == "-" && emit != "ptx" && emit != "llvm")
       return error("--target needs an output file (-o model.dsfa)");
   }
   if (emit.empty() && reports.empty() && target.empty())
