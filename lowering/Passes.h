@@ -46,7 +46,7 @@ struct CudaPipelineOptions {
   std::string tileMath = "f32";              // the tiled kernels' arithmetic (--tile-math): f32, tf32, 3xtf32, bf16
   int64_t tileMinBlocks = 66;                // dsf-gpu-tiled-matmul min-blocks (--tile-min-blocks)
   int64_t tileMinRowsPerExpert = 32;         // dsf-gpu-grouped-experts min-rows-per-expert
-  int64_t tileSplitMinRows = 16;             // dsf-gpu-tiled-matmul split-min-rows (--tile-split-min-rows)
+  int64_t tileSplitMinRows = 8;              // dsf-gpu-tiled-matmul split-min-rows (--tile-split-min-rows)
   bool tileCpAsync = true;                   // bf16 tiles staged by cp.async (--no-cp-async: through registers)
   int64_t attentionMmaMinTokens = 0;         // dsf-gpu-sink-attention mma-min-tokens (0: never)
   int64_t attentionMmaMinBatch = 0;          // dsf-gpu-sink-attention mma-min-batch (0: never)

@@ -255,7 +255,7 @@ def GpuTiledMatmul : Pass<"dsf-gpu-tiled-matmul", "::mlir::ModuleOp"> {
                         "The tiled kernel's arithmetic: f32 (SIMT), tf32, 3xtf32 or bf16 (tensor cores, mma.sync)">,
                  Option<"cpAsync", "cp-async", "bool", "true",
                         "With bf16 math, copy operands whose rows are contiguous by cp.async into a ring of stages">,
-                 Option<"splitMinRows", "split-min-rows", "int64_t", "16",
+                 Option<"splitMinRows", "split-min-rows", "int64_t", "8",
                         "With bf16 math and cp.async, rows from which a product the tiles do not take runs as split-depth bf16 tiles below 128 rows (0: never)">];
   let dependentDialects = ["::mlir::NVVM::NVVMDialect", "::mlir::LLVM::LLVMDialect", "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::vector::VectorDialect", "::mlir::nvgpu::NVGPUDialect"];

@@ -579,7 +579,7 @@ func.func @reads_zeroed(%w: memref<96x64xf32>, %y: memref<?x96xf32>) {
 
 // A product the tiles do not take (8 tiles of 64 x 64, fewer than 66) with a
 // deep K (1,000) and bf16 operands staged by cp.async: from split-min-rows
-// (16) up to 127 rows, 64 x 64 tiles with the depth split in 3 parts of
+// (8) up to 127 rows, 64 x 64 tiles with the depth split in 3 parts of
 // 352 depths (11 stages; the last 296): block y is part y mod 3 of row tile
 // y div 3, its stages from depth 352 part up to min(K, 352 (part + 1)), its
 // sums stored to a scratch buffer of 3 x M x 512 floats (part-major); then
@@ -588,7 +588,7 @@ func.func @reads_zeroed(%w: memref<96x64xf32>, %y: memref<?x96xf32>) {
 // ASYNC-LABEL: func.func @split
 // ASYNC: %[[ROWS:.*]] = memref.dim %arg0, %c0
 // ASYNC: %[[TILED:.*]] = arith.andi
-// ASYNC: %[[FROM:.*]] = arith.cmpi uge, %[[ROWS]], %c16{{.*}}
+// ASYNC: %[[FROM:.*]] = arith.cmpi uge, %[[ROWS]], %c8{{.*}}
 // ASYNC: %[[BELOW:.*]] = arith.cmpi ult, %[[ROWS]], %c128{{.*}}
 // ASYNC: %[[SPLIT:.*]] = arith.andi %[[FROM]], %[[BELOW]]
 // ASYNC: scf.if %[[TILED]] {

@@ -108,13 +108,14 @@ cl::opt<long> tileMinBlocks("tile-min-blocks",
                             cl::init(66), cl::cat(dsfCategory));
 cl::opt<long> tileMinRowsPerExpert("tile-min-rows-per-expert",
                                    cl::desc("--target=cuda: the routed experts run as tiles from this many rows an "
-                                            "expert on average (default 32), below as a warp per output"),
+                                            "expert on average (default 32, 0 with --tile-math=bf16), below as a "
+                                            "warp per output"),
                                    cl::init(32), cl::cat(dsfCategory));
 cl::opt<long> tileSplitMinRows("tile-split-min-rows",
                                 cl::desc("--target=cuda with --tile-math=bf16: a product of this many to 127 rows "
                                          "that the tiles do not take runs as bf16 tiles with its depth split across "
-                                         "blocks, not the warp kernel (default 16; 0: never)"),
-                                cl::init(16), cl::cat(dsfCategory));
+                                         "blocks, not the warp kernel (default 8; 0: never)"),
+                                cl::init(8), cl::cat(dsfCategory));
 cl::opt<long> attentionMmaMinTokens("attention-mma-min-tokens",
                                     cl::desc("--target=cuda: a call of this many tokens or more runs its sink "
                                              "attention on the tensor cores (bf16 operands, f32 sums; a block per "
@@ -201,7 +202,11 @@ int compileArtifact(mlir::ModuleOp module, const dsf::ModelConfig &config,
   cudaOptions.batchInvariant = batchInvariant;
   cudaOptions.tileMath = tileMath;
   cudaOptions.tileMinBlocks = tileMinBlocks;
-  cudaOptions.tileMinRowsPerExpert = tileMinRowsPerExpert;
+  // The tensor cores' tiles beat a warp per output even at a batch of 8's
+  // 6 rows an expert (bench/results/gpu-split-depth.md: the routed experts
+  // 3.12 -> 2.21 ms a step over 5 layers); the SIMT tiles lose there.
+  cudaOptions.tileMinRowsPerExpert = tileMinRowsPerExpert.getNumOccurrences() ? long(tileMinRowsPerExpert)
+                                                                               : (tileMath == "bf16" ? 0 : 32);
   cudaOptions.tileSplitMinRows = tileSplitMinRows;
   cudaOptions.tileCpAsync = !noCpAsync;
   // A bf16 build's prefill attention is bf16 too (its activations are); the
