@@ -907,28 +907,39 @@ std::optional<std::pair<int64_t, int64_t>> depthSplit(Value N, Value K, Value gr
 }
 
 namespace {
+/// The tiled kernel of `p` on `tile`s, gridX blocks across (its column
+/// tiles) and gridY down (its row tiles, times the parts of a split depth).
+TiledGemm tiledGemmOf(const Product &p, GemmTile tile, Value gridX, Value gridY) {
+  TiledGemm g;
+  g.gridX = gridX;
+  g.gridY = gridY;
+  g.gridZ = p.gridZ;
+  g.N = p.N;
+  g.K = p.K;
+  g.prologue = p.prologue;
+  g.tile = tile;
+  g.rows = tileRowsUpTo(p.M, tile.rows);
+  g.loadA = p.loadA;
+  g.loadW = p.loadW;
+  g.store = p.store;
+  g.math = p.math;
+  g.stagedA = p.stagedA;
+  g.stagedW = p.stagedW;
+  return g;
+}
+
 /// The split-depth product (ProductChoice::splitMinRows): 64 x 64 bf16
 /// tiles, block y the part y mod parts of row tile y div parts, each part's
 /// sums to a scratch buffer [parts][gridZ][M][N]; then a thread per output
-/// adds them in the order of the parts (one
-/// order for any launch) and stores the sum through p.store.
+/// adds them in the order of the parts (one order for any launch) and stores
+/// the sum through p.store.
 void buildSplitProduct(OpBuilder &b, Location loc, const Product &p, std::pair<int64_t, int64_t> split) {
   auto c = [&](OpBuilder &o, int64_t v) { return arith::ConstantIndexOp::create(o, loc, v).getResult(); };
   auto [parts, partDepth] = split;
   Value one = c(b, 1), Z = p.gridZ ? p.gridZ : one;
-  TiledGemm g;
-  g.tile = {64, 64};
-  g.gridX = ceilDiv(b, loc, p.N, 64);
-  g.gridY = arith::MulIOp::create(b, loc, ceilDiv(b, loc, p.M, 64), c(b, parts));
-  g.gridZ = p.gridZ;
-  g.N = p.N;
-  g.K = p.K;
-  g.rows = tileRowsUpTo(p.M, 64);
-  g.loadA = p.loadA;
-  g.loadW = p.loadW;
-  g.math = TileMath::Bf16;
-  g.stagedA = p.stagedA;
-  g.stagedW = p.stagedW;
+  const GemmTile tile{64, 64};
+  Value gridX = ceilDiv(b, loc, p.N, tile.cols);
+  TiledGemm g = tiledGemmOf(p, tile, gridX, arith::MulIOp::create(b, loc, ceilDiv(b, loc, p.M, tile.rows), c(b, parts)));
   g.depthParts = parts;
   g.partDepth = partDepth;
   Value outputs = arith::MulIOp::create(b, loc, p.M, p.N);
@@ -1008,22 +1019,7 @@ scf::IfOp buildProductKernels(OpBuilder &b, Location loc, const Product &p, cons
                                                             arith::ConstantIndexOp::create(b, loc, kWarpRowsAtMost)));
   auto kernels = scf::IfOp::create(b, loc, TypeRange{}, tiled, /*withElse=*/true);
   OpBuilder t = kernels.getThenBodyBuilder();
-  TiledGemm g;
-  g.gridX = gridX;
-  g.gridY = gridY;
-  g.gridZ = p.gridZ;
-  g.N = p.N;
-  g.K = p.K;
-  g.prologue = p.prologue;
-  g.tile = tile;
-  g.rows = tileRowsUpTo(p.M, tile.rows);
-  g.loadA = p.loadA;
-  g.loadW = p.loadW;
-  g.store = p.store;
-  g.math = p.math;
-  g.stagedA = p.stagedA;
-  g.stagedW = p.stagedW;
-  buildTiledGemm(t, loc, g);
+  buildTiledGemm(t, loc, tiledGemmOf(p, tile, gridX, gridY));
   if (!choice.warpBelow)
     return kernels;
   OpBuilder e = OpBuilder::atBlockBegin(kernels.elseBlock());

@@ -154,6 +154,16 @@ int error(const Twine &msg) {
   WithColor::error(errs(), "dsf-compile") << msg << "\n";
   return 1;
 }
+/// What `print` writes, into the -o file (kept once it is written) or stdout.
+int writeOutput(llvm::function_ref<void(raw_ostream &)> print) {
+  std::string errorMessage;
+  auto out = mlir::openOutputFile(output, &errorMessage);
+  if (!out)
+    return error(errorMessage);
+  print(out->os());
+  out->keep();
+  return 0;
+}
 /// Lowers the (single) model in `module` for the host and writes the artifact.
 int compileArtifact(mlir::ModuleOp module, const dsf::ModelConfig &config,
                     const mlir::dsf::PipelineOptions &pipelineOptions) {
@@ -223,31 +233,19 @@ int compileArtifact(mlir::ModuleOp module, const dsf::ModelConfig &config,
     return error("bad pass-manager options");
   if (failed(toLlvm.run(module)))
     return error("lowering to LLVM failed (diagnostics above)");
-  if (emit == "llvm") {
+  if (emit == "llvm")
     // What buildHostLibrary translates: reproducibility and codegen
     // questions start here.
-    std::string errorMessage;
-    auto out = mlir::openOutputFile(output, &errorMessage);
-    if (!out)
-      return error(errorMessage);
-    module.print(out->os());
-    out->keep();
-    return 0;
-  }
-  if (cudaOptions.emitPtx) {
+    return writeOutput([&](raw_ostream &os) { module.print(os); });
+  if (cudaOptions.emitPtx)
     // Each kernel's module, as the NVPTX backend wrote it.
-    std::string errorMessage;
-    auto out = mlir::openOutputFile(output, &errorMessage);
-    if (!out)
-      return error(errorMessage);
-    module.walk([&](mlir::gpu::BinaryOp binary) {
-      for (mlir::Attribute a : binary.getObjects())
-        if (auto object = llvm::dyn_cast<mlir::gpu::ObjectAttr>(a))
-          out->os() << "// ----- kernel module " << binary.getSymName() << "\n" << object.getObject().getValue() << "\n";
+    return writeOutput([&](raw_ostream &os) {
+      module.walk([&](mlir::gpu::BinaryOp binary) {
+        for (mlir::Attribute a : binary.getObjects())
+          if (auto object = llvm::dyn_cast<mlir::gpu::ObjectAttr>(a))
+            os << "// ----- kernel module " << binary.getSymName() << "\n" << object.getObject().getValue() << "\n";
+      });
     });
-    out->keep();
-    return 0;
-  }
 
   errs() << "dsf-compile: generating host code\n";
   std::vector<std::string> entries;
