@@ -19,6 +19,20 @@
 #include "mlir/Pass/Pass.h"
 
 namespace mlir::dsf {
+/// The defaults of the CUDA kernel choices that dsf-compile exposes as
+/// flags: the passes' options (Passes.td), CudaPipelineOptions and
+/// dsf-compile's flags all take them from here.
+/// dsf-gpu-tiled-matmul min-blocks (--tile-min-blocks): half the H200's SMs.
+constexpr int64_t kDefaultTileMinBlocks = 66;
+/// dsf-gpu-tiled-matmul split-min-rows (--tile-split-min-rows).
+constexpr int64_t kDefaultTileSplitMinRows = 8;
+/// dsf-gpu-grouped-experts min-rows-per-expert (--tile-min-rows-per-expert)
+/// for f32-family tiles; bf16 builds take 0 (dsf-compile).
+constexpr int64_t kDefaultTileMinRowsPerExpert = 32;
+/// dsf-gpu-grouped-experts wide-min-rows-per-expert
+/// (--tile-wide-min-rows-per-expert).
+constexpr int64_t kDefaultTileWideMinRowsPerExpert = 512;
+
 #define GEN_PASS_DECL
 #include "lowering/Passes.h.inc"
 
@@ -44,9 +58,10 @@ struct CudaPipelineOptions {
   bool emitPtx = false;                      // stop at PTX (--emit=ptx)
   bool batchInvariant = false;               // one summation order whatever the rows (--batch-invariant)
   std::string tileMath = "f32";              // the tiled kernels' arithmetic (--tile-math): f32, tf32, 3xtf32, bf16
-  int64_t tileMinBlocks = 66;                // dsf-gpu-tiled-matmul min-blocks (--tile-min-blocks)
-  int64_t tileMinRowsPerExpert = 32;         // dsf-gpu-grouped-experts min-rows-per-expert
-  int64_t tileSplitMinRows = 8;              // dsf-gpu-tiled-matmul split-min-rows (--tile-split-min-rows)
+  int64_t tileMinBlocks = kDefaultTileMinBlocks;              // dsf-gpu-tiled-matmul min-blocks
+  int64_t tileMinRowsPerExpert = kDefaultTileMinRowsPerExpert; // dsf-gpu-grouped-experts min-rows-per-expert
+  int64_t tileWideMinRowsPerExpert = kDefaultTileWideMinRowsPerExpert; // ... wide-min-rows-per-expert
+  int64_t tileSplitMinRows = kDefaultTileSplitMinRows;        // dsf-gpu-tiled-matmul split-min-rows
   bool tileCpAsync = true;                   // bf16 tiles staged by cp.async (--no-cp-async: through registers)
   int64_t attentionMmaMinTokens = 0;         // dsf-gpu-sink-attention mma-min-tokens (0: never)
   int64_t attentionMmaMinBatch = 0;          // dsf-gpu-sink-attention mma-min-batch (0: never)

@@ -247,7 +247,7 @@ def GpuTiledMatmul : Pass<"dsf-gpu-tiled-matmul", "::mlir::ModuleOp"> {
     `batch-invariant`; 0 turns it off.
   }];
   let options = [Option<"minRows", "min-rows", "int64_t", "16", "Rows from which the tiled kernel runs">,
-                 Option<"minBlocks", "min-blocks", "int64_t", "66",
+                 Option<"minBlocks", "min-blocks", "int64_t", "::mlir::dsf::kDefaultTileMinBlocks",
                         "Tiles from which the tiled kernel runs below 128 rows (0: any)">,
                  Option<"batchInvariant", "batch-invariant", "bool", "false",
                         "Sum in one order whatever the number of rows">,
@@ -255,7 +255,7 @@ def GpuTiledMatmul : Pass<"dsf-gpu-tiled-matmul", "::mlir::ModuleOp"> {
                         "The tiled kernel's arithmetic: f32 (SIMT), tf32, 3xtf32 or bf16 (tensor cores, mma.sync)">,
                  Option<"cpAsync", "cp-async", "bool", "true",
                         "With bf16 math, copy operands whose rows are contiguous by cp.async into a ring of stages">,
-                 Option<"splitMinRows", "split-min-rows", "int64_t", "8",
+                 Option<"splitMinRows", "split-min-rows", "int64_t", "::mlir::dsf::kDefaultTileSplitMinRows",
                         "With bf16 math and cp.async, rows from which a product the tiles do not take runs as split-depth bf16 tiles below 128 rows (0: never)">];
   let dependentDialects = ["::mlir::NVVM::NVVMDialect", "::mlir::LLVM::LLVMDialect", "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::vector::VectorDialect", "::mlir::nvgpu::NVGPUDialect"];
@@ -275,7 +275,10 @@ def GpuGroupedExperts : Pass<"dsf-gpu-grouped-experts", "::mlir::ModuleOp"> {
     in order. Below `min-rows`, or below `min-rows-per-expert` rows for
     each expert on average (a tile computes its expert's whole tile of rows,
     mostly padding for a batched decode's few), a warp per output reads its
-    row's expert.
+    row's expert. Where the tiles for the output's columns are 128 x 128,
+    below `wide-min-rows-per-expert` rows an expert on average they are
+    64 x 64 (the same sums, bit for bit: each output's mma sequence over
+    the depth is one on either tile).
     With `batch-invariant`, every row count takes the tiled path, so a
     row's sums never depend on the other rows. With `math=bf16` and
     `cp-async`, the tiled kernel copies the gathered rows and the expert's
@@ -285,8 +288,11 @@ def GpuGroupedExperts : Pass<"dsf-gpu-grouped-experts", "::mlir::ModuleOp"> {
     A marked generic that is not of these forms is an error naming it.
   }];
   let options = [Option<"minRows", "min-rows", "int64_t", "16", "(token, slot) rows from which the tiled kernel runs">,
-                 Option<"minRowsPerExpert", "min-rows-per-expert", "int64_t", "32",
+                 Option<"minRowsPerExpert", "min-rows-per-expert", "int64_t", "::mlir::dsf::kDefaultTileMinRowsPerExpert",
                         "Rows for each expert on average from which the tiled kernel runs">,
+                 Option<"wideMinRowsPerExpert", "wide-min-rows-per-expert", "int64_t",
+                        "::mlir::dsf::kDefaultTileWideMinRowsPerExpert",
+                        "Where the tiles are 128 x 128, rows for each expert on average from which they run; below, 64 x 64 tiles (0: always 128 x 128)">,
                  Option<"batchInvariant", "batch-invariant", "bool", "false",
                         "Sum in one order whatever the number of rows">,
                  Option<"math", "math", "std::string", "\"f32\"",

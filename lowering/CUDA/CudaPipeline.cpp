@@ -63,6 +63,7 @@ LogicalResult mlir::dsf::buildCudaPipelineFromLinalg(OpPassManager &pm, const Cu
                      " mma-min-batch=" + std::to_string(options.attentionMmaMinBatch) + "},symbol-dce,dsf-gpu-fuse-sinkhorn,"
                      "dsf-gpu-grouped-experts{batch-invariant=" + invariant + " math=" + options.tileMath + " cp-async=" + cpAsync +
                      " min-rows-per-expert=" + std::to_string(options.tileMinRowsPerExpert) +
+                     " wide-min-rows-per-expert=" + std::to_string(options.tileWideMinRowsPerExpert) +
                      "},dsf-gpu-tiled-matmul{batch-invariant=" + invariant + " math=" + options.tileMath + " cp-async=" + cpAsync +
                       " min-blocks=" + std::to_string(options.tileMinBlocks) +
                      " split-min-rows=" + std::to_string(options.tileSplitMinRows) + "},dsf-gpu-batched-contraction{math=" + options.tileMath + "},dsf-gpu-block-reduce{min-sum-points=" +

@@ -111,16 +111,24 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
     // and a warp per (row, output) reading its row's expert is faster (the
     // rows of one weight chunk run together: its reads past the first come
     // from L2).
-    auto atLeast = [&](Value v, Value bound) {
-      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, v, bound).getResult();
+    auto atLeast = [&](OpBuilder &o, Value v, Value bound) {
+      return arith::CmpIOp::create(o, loc, arith::CmpIPredicate::uge, v, bound).getResult();
     };
     Value grouped =
         batchInvariant ? arith::ConstantIntOp::create(b, loc, 1, 1).getResult()
-                       : arith::AndIOp::create(b, loc, atLeast(rows, idx(b, minRows)),
-                                               atLeast(rows, arith::MulIOp::create(b, loc, E, idx(b, minRowsPerExpert))))
+                       : arith::AndIOp::create(b, loc, atLeast(b, rows, idx(b, minRows)),
+                                               atLeast(b, rows, arith::MulIOp::create(b, loc, E, idx(b, minRowsPerExpert))))
                              .getResult();
     auto choice = scf::IfOp::create(b, loc, TypeRange{}, grouped, /*withElse=*/true);
-    const GemmTile tile = gemmTile(tileMath, N);
+    // The tiles for N columns; where those are 128 x 128, narrow 64 x 64
+    // ones too, for fewer than wide-min-rows-per-expert rows an expert on
+    // average (a batched decode's): a 128-row tile of 48 rows is mostly
+    // padding, and 18 column tiles an expert leave the GPU one wave of
+    // lopsided blocks. Each output's sum is the same mma sequence over the
+    // depth on either tile: the choice changes no bit of the result.
+    const GemmTile wide = gemmTile(tileMath, N);
+    const bool twoTiles = wide.rows == 128 && wideMinRowsPerExpert > 0;
+    const GemmTile narrow = twoTiles ? GemmTile{64, 64} : wide;
     {
       OpBuilder t = choice.getThenBodyBuilder();
       auto i32Buffer = [&](ArrayRef<int64_t> shape, ValueRange sizes) {
@@ -138,24 +146,30 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
                                 memref::StoreOp::create(o, l, before, rank, ivs);
                               });
       // starts[0, e]: the expert's first row in expert order; starts[1, e]:
-      // its first tile. One thread: E is a few hundred at most.
+      // its first tile of `narrow` rows; starts[2, e] (with two tiles): of
+      // `wide` rows. One thread: E is a few hundred at most.
+      const SmallVector<int64_t> tileRows =
+          twoTiles ? SmallVector<int64_t>{narrow.rows, wide.rows} : SmallVector<int64_t>{wide.rows};
       Value E1 = arith::AddIOp::create(t, loc, E, one);
-      Value starts = i32Buffer({2, ShapedType::kDynamic}, E1);
+      Value starts = i32Buffer({int64_t(1 + tileRows.size()), ShapedType::kDynamic}, E1);
       scf::ParallelOp::create(
           t, loc, ValueRange{zero}, ValueRange{one}, ValueRange{one}, [&](OpBuilder &o, Location l, ValueRange) {
+            SmallVector<Value> init(1 + tileRows.size(), i32(o, 0));
             auto scan = scf::ForOp::create(
-                o, l, idx(o, 0), E, idx(o, 1), ValueRange{i32(o, 0), i32(o, 0)},
-                [&](OpBuilder &p, Location pl, Value e, ValueRange acc) {
-                  memref::StoreOp::create(p, pl, acc[0], starts, ValueRange{idx(p, 0), e});
-                  memref::StoreOp::create(p, pl, acc[1], starts, ValueRange{idx(p, 1), e});
+                o, l, idx(o, 0), E, idx(o, 1), init, [&](OpBuilder &p, Location pl, Value e, ValueRange acc) {
+                  for (auto [i, sum] : llvm::enumerate(acc))
+                    memref::StoreOp::create(p, pl, sum, starts, ValueRange{idx(p, int64_t(i)), e});
                   Value c = memref::LoadOp::create(p, pl, counts, ValueRange{e});
-                  Value tiles = arith::DivUIOp::create(p, pl, arith::AddIOp::create(p, pl, c, i32(p, tile.rows - 1)),
-                                                       i32(p, tile.rows));
-                  scf::YieldOp::create(p, pl, ValueRange{arith::AddIOp::create(p, pl, acc[0], c),
-                                                         arith::AddIOp::create(p, pl, acc[1], tiles)});
+                  SmallVector<Value> next{arith::AddIOp::create(p, pl, acc[0], c)};
+                  for (auto [i, rowsOfTile] : llvm::enumerate(tileRows)) {
+                    Value tiles = arith::DivUIOp::create(
+                        p, pl, arith::AddIOp::create(p, pl, c, i32(p, rowsOfTile - 1)), i32(p, rowsOfTile));
+                    next.push_back(arith::AddIOp::create(p, pl, acc[1 + i], tiles));
+                  }
+                  scf::YieldOp::create(p, pl, next);
                 });
-            memref::StoreOp::create(o, l, scan.getResult(0), starts, ValueRange{idx(o, 0), E});
-            memref::StoreOp::create(o, l, scan.getResult(1), starts, ValueRange{idx(o, 1), E});
+            for (auto [i, total] : llvm::enumerate(scan.getResults()))
+              memref::StoreOp::create(o, l, total, starts, ValueRange{idx(o, int64_t(i)), E});
           });
       Value perm = i32Buffer({ShapedType::kDynamic}, rows);
       scf::ParallelOp::create(t, loc, ValueRange{zero, zero}, ValueRange{tokens, idx(t, slots)}, ValueRange{one, one},
@@ -169,63 +183,77 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
                                 memref::StoreOp::create(o, l, arith::IndexCastOp::create(o, l, o.getI32Type(), row),
                                                         perm, ValueRange{toIndex(o, slot)});
                               });
-      TiledGemm gemm;
-      gemm.tile = tile;
-      gemm.gridX = ceilDiv(t, loc, N, tile.cols);
-      // At most one partial tile per expert beyond the full ones.
-      gemm.gridY = arith::AddIOp::create(t, loc, ceilDiv(t, loc, rows, tile.rows), E);
-      gemm.N = N;
-      gemm.K = K;
-      auto expert = std::make_shared<Value>();
-      gemm.rows = [&, expert](OpBuilder &o, Location l, Value blockY) {
-        // The block's expert: how many experts' tiles end at or before it.
-        Value y = arith::IndexCastOp::create(o, l, o.getI32Type(), blockY);
-        auto count = scf::ForOp::create(
-            o, l, idx(o, 0), E, idx(o, 1), ValueRange{idx(o, 0)},
-            [&](OpBuilder &p, Location pl, Value e, ValueRange acc) {
-              Value end = memref::LoadOp::create(p, pl, starts,
-                                                 ValueRange{idx(p, 1), arith::AddIOp::create(p, pl, e, idx(p, 1))});
-              Value before = arith::CmpIOp::create(p, pl, arith::CmpIPredicate::sle, end, y);
-              Value add = arith::SelectOp::create(p, pl, before, idx(p, 1), idx(p, 0));
-              scf::YieldOp::create(p, pl, ValueRange{arith::AddIOp::create(p, pl, acc[0], add)});
-            });
-        Value e = count.getResult(0);
-        *expert = e;
-        Value total = memref::LoadOp::create(o, l, starts, ValueRange{idx(o, 1), E});
-        Value valid = arith::CmpIOp::create(o, l, arith::CmpIPredicate::slt, y, total);
-        // Past the last tile e is E; its row range is then empty.
-        Value next = arith::MinUIOp::create(o, l, arith::AddIOp::create(o, l, e, idx(o, 1)), E);
-        Value firstRow = toIndex(o, memref::LoadOp::create(o, l, starts, ValueRange{idx(o, 0), e}));
-        Value firstTile = toIndex(o, memref::LoadOp::create(o, l, starts, ValueRange{idx(o, 1), e}));
-        Value row0 = arith::AddIOp::create(
-            o, l, firstRow, arith::MulIOp::create(o, l, arith::SubIOp::create(o, l, blockY, firstTile), idx(o, tile.rows)));
-        Value rowEnd = toIndex(o, memref::LoadOp::create(o, l, starts, ValueRange{idx(o, 0), next}));
-        return std::make_tuple(valid, row0, rowEnd);
+      // The tiled GEMM on `tile`, whose tile starts are starts[tileRow].
+      auto buildExpertGemm = [&](OpBuilder &t, GemmTile tile, int64_t tileRow) {
+        TiledGemm gemm;
+        gemm.tile = tile;
+        gemm.gridX = ceilDiv(t, loc, N, tile.cols);
+        // At most one partial tile per expert beyond the full ones.
+        gemm.gridY = arith::AddIOp::create(t, loc, ceilDiv(t, loc, rows, tile.rows), E);
+        gemm.N = N;
+        gemm.K = K;
+        auto expert = std::make_shared<Value>();
+        gemm.rows = [&, expert, tile, tileRow](OpBuilder &o, Location l, Value blockY) {
+          // The block's expert: how many experts' tiles end at or before it.
+          Value y = arith::IndexCastOp::create(o, l, o.getI32Type(), blockY);
+          auto count = scf::ForOp::create(
+              o, l, idx(o, 0), E, idx(o, 1), ValueRange{idx(o, 0)},
+              [&](OpBuilder &p, Location pl, Value e, ValueRange acc) {
+                Value end = memref::LoadOp::create(
+                    p, pl, starts, ValueRange{idx(p, tileRow), arith::AddIOp::create(p, pl, e, idx(p, 1))});
+                Value before = arith::CmpIOp::create(p, pl, arith::CmpIPredicate::sle, end, y);
+                Value add = arith::SelectOp::create(p, pl, before, idx(p, 1), idx(p, 0));
+                scf::YieldOp::create(p, pl, ValueRange{arith::AddIOp::create(p, pl, acc[0], add)});
+              });
+          Value e = count.getResult(0);
+          *expert = e;
+          Value total = memref::LoadOp::create(o, l, starts, ValueRange{idx(o, tileRow), E});
+          Value valid = arith::CmpIOp::create(o, l, arith::CmpIPredicate::slt, y, total);
+          // Past the last tile e is E; its row range is then empty.
+          Value next = arith::MinUIOp::create(o, l, arith::AddIOp::create(o, l, e, idx(o, 1)), E);
+          Value firstRow = toIndex(o, memref::LoadOp::create(o, l, starts, ValueRange{idx(o, 0), e}));
+          Value firstTile = toIndex(o, memref::LoadOp::create(o, l, starts, ValueRange{idx(o, tileRow), e}));
+          Value row0 = arith::AddIOp::create(
+              o, l, firstRow,
+              arith::MulIOp::create(o, l, arith::SubIOp::create(o, l, blockY, firstTile), idx(o, tile.rows)));
+          Value rowEnd = toIndex(o, memref::LoadOp::create(o, l, starts, ValueRange{idx(o, 0), next}));
+          return std::make_tuple(valid, row0, rowEnd);
+        };
+        gemm.loadA = [&](OpBuilder &o, Location l, Value r, Value d) {
+          auto [tok, s] = tokenSlot(o, toIndex(o, memref::LoadOp::create(o, l, perm, ValueRange{r})));
+          return loadInput(o, tok, s, d);
+        };
+        gemm.loadW = [&, expert](OpBuilder &o, Location l, Value col, Value d) {
+          return memref::LoadOp::create(o, l, m.weight, ValueRange{*expert, col, d}).getResult();
+        };
+        gemm.store = [&](OpBuilder &o, Location l, Value r, Value col, Value sum) {
+          auto [tok, s] = tokenSlot(o, toIndex(o, memref::LoadOp::create(o, l, perm, ValueRange{r})));
+          storeRow(o, tok, s, col, sum);
+        };
+        gemm.math = tileMath;
+        if (cpAsync && asyncStageable(m.input) && asyncStageable(m.weight)) {
+          // Row r's input is x[token] (project) or h[token, slot] (down);
+          // column col of the block's expert is weight[expert, col].
+          gemm.stagedA = {m.input, [&](OpBuilder &o, Location l, Value r) {
+                            auto [tok, s] =
+                                tokenSlot(o, toIndex(o, memref::LoadOp::create(o, l, perm, ValueRange{r})));
+                            return m.down ? SmallVector<Value>{tok, s} : SmallVector<Value>{tok};
+                          }};
+          gemm.stagedW = {m.weight, [expert](OpBuilder &, Location, Value col) {
+                            return SmallVector<Value>{*expert, col};
+                          }};
+        }
+        buildTiledGemm(t, loc, gemm);
       };
-      gemm.loadA = [&](OpBuilder &o, Location l, Value r, Value d) {
-        auto [tok, s] = tokenSlot(o, toIndex(o, memref::LoadOp::create(o, l, perm, ValueRange{r})));
-        return loadInput(o, tok, s, d);
-      };
-      gemm.loadW = [&, expert](OpBuilder &o, Location l, Value col, Value d) {
-        return memref::LoadOp::create(o, l, m.weight, ValueRange{*expert, col, d}).getResult();
-      };
-      gemm.store = [&](OpBuilder &o, Location l, Value r, Value col, Value sum) {
-        auto [tok, s] = tokenSlot(o, toIndex(o, memref::LoadOp::create(o, l, perm, ValueRange{r})));
-        storeRow(o, tok, s, col, sum);
-      };
-      gemm.math = tileMath;
-      if (cpAsync && asyncStageable(m.input) && asyncStageable(m.weight)) {
-        // Row r's input is x[token] (project) or h[token, slot] (down);
-        // column col of the block's expert is weight[expert, col].
-        gemm.stagedA = {m.input, [&](OpBuilder &o, Location l, Value r) {
-                          auto [tok, s] = tokenSlot(o, toIndex(o, memref::LoadOp::create(o, l, perm, ValueRange{r})));
-                          return m.down ? SmallVector<Value>{tok, s} : SmallVector<Value>{tok};
-                        }};
-        gemm.stagedW = {m.weight, [expert](OpBuilder &, Location, Value col) {
-                          return SmallVector<Value>{*expert, col};
-                        }};
+      if (twoTiles) {
+        Value wideTiles = atLeast(t, rows, arith::MulIOp::create(t, loc, E, idx(t, wideMinRowsPerExpert)));
+        auto tiles = scf::IfOp::create(t, loc, TypeRange{}, wideTiles, /*withElse=*/true);
+        OpBuilder wideBranch = tiles.getThenBodyBuilder(), narrowBranch = tiles.getElseBodyBuilder();
+        buildExpertGemm(wideBranch, wide, 2);
+        buildExpertGemm(narrowBranch, narrow, 1);
+      } else {
+        buildExpertGemm(t, wide, 1);
       }
-      buildTiledGemm(t, loc, gemm);
       for (Value buffer : {counts, rank, starts, perm})
         memref::DeallocOp::create(t, loc, buffer);
     }
@@ -280,12 +308,14 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
     FailureOr<TileMath> tileMath = tileMathOption(getOperation(), getArgument(), math);
     if (failed(tileMath))
       return signalPassFailure();
-    if (minRowsPerExpert < 0) {
-      // Negative, the unsigned comparison against rows would never take the tiles.
-      getOperation()->emitError() << getArgument() << ": min-rows-per-expert must be a count of rows >= 0, not "
-                                  << static_cast<int64_t>(minRowsPerExpert);
-      return signalPassFailure();
-    }
+    // Negative, the unsigned comparisons against rows would never hold.
+    for (auto [name, value] : {std::make_pair("min-rows-per-expert", int64_t(minRowsPerExpert)),
+                               std::make_pair("wide-min-rows-per-expert", int64_t(wideMinRowsPerExpert))})
+      if (value < 0) {
+        getOperation()->emitError() << getArgument() << ": " << name << " must be a count of rows >= 0, not "
+                                    << value;
+        return signalPassFailure();
+      }
     SmallVector<ExpertMatmul> found;
     bool bad = false;
     getOperation().walk([&](linalg::GenericOp g) {

@@ -4,6 +4,7 @@
 // RUN: dsf-opt %s --dsf-gpu-grouped-experts="min-rows=16 min-rows-per-expert=0" --split-input-file | FileCheck --check-prefix=ANY-SPREAD %s
 // RUN: dsf-opt %s --dsf-gpu-grouped-experts="min-rows=16 math=bf16" --split-input-file | FileCheck --check-prefix=ASYNC %s
 // RUN: dsf-opt %s --dsf-gpu-grouped-experts="min-rows=16 math=bf16 cp-async=false" --split-input-file | FileCheck --check-prefix=REGS %s
+// RUN: dsf-opt %s --dsf-gpu-grouped-experts="min-rows=16 wide-min-rows-per-expert=0" --split-input-file | FileCheck --check-prefix=WIDE0 %s
 
 // min-rows-per-expert=0: the rows alone choose (times 0 experts).
 // ANY-SPREAD-LABEL: func.func @project
@@ -179,14 +180,34 @@ func.func @project_bf16(%experts: memref<?x2xi32>, %x: memref<?x64xf32>, %w: mem
 
 // -----
 
-// 2,048 outputs an expert: the kernel's 128 x 128 tiles, and the starts
-// count each expert's tiles of 128 rows, as its blocks take them.
+// 2,048 outputs an expert: the kernel's 128 x 128 tiles from 512 rows an
+// expert on average (wide-min-rows-per-expert), 64 x 64 ones below (a
+// batched decode's few rows an expert); the starts count each expert's
+// tiles of 64 rows and of 128, as the blocks of each kernel take them.
 // CHECK-LABEL: func.func @project_wide
+// CHECK: %[[STARTS:.*]] = memref.alloc(%{{.*}}) : memref<3x?xi32>
 // CHECK: scf.for
+// CHECK: arith.addi %{{.*}}, %c63_i32
+// CHECK: arith.divui %{{.*}}, %c64_i32
 // CHECK: arith.addi %{{.*}}, %c127_i32
 // CHECK: arith.divui %{{.*}}, %c128_i32
+// CHECK: %[[WIDEROWS:.*]] = arith.muli %{{.*}}, %c512
+// CHECK: %[[WIDE:.*]] = arith.cmpi uge, %{{.*}}, %[[WIDEROWS]]
+// CHECK: scf.if %[[WIDE]] {
 // CHECK: gpu.launch {{.*}} workgroup(%{{.*}} : memref<16x132xf32, #gpu.address_space<workgroup>>
+// CHECK: memref.load %[[STARTS]][%c2
 // CHECK: arith.muli %{{.*}}, %c128
+// CHECK: } else {
+// CHECK: gpu.launch {{.*}} workgroup(%{{.*}} : memref<16x68xf32, #gpu.address_space<workgroup>>
+// CHECK: memref.load %[[STARTS]][%c1
+// CHECK: arith.muli %{{.*}}, %c64
+// wide-min-rows-per-expert=0: the 128 x 128 tiles at any rows, their
+// starts alone.
+// WIDE0-LABEL: func.func @project_wide
+// WIDE0: memref.alloc(%{{.*}}) : memref<2x?xi32>
+// WIDE0: gpu.launch {{.*}} workgroup(%{{.*}} : memref<16x132xf32, #gpu.address_space<workgroup>>
+// WIDE0-NOT: memref<16x68xf32
+// WIDE0: return
 #e = affine_map<(t, s, i, d) -> (t, s)>
 #x = affine_map<(t, s, i, d) -> (t, d)>
 #g = affine_map<(t, s, i, d) -> (t, s, i)>

@@ -4,6 +4,7 @@
 // RUN: not dsf-opt %s --dsf-gpu-tiled-matmul="min-blocks=-2" 2>&1 | FileCheck --check-prefix=BLOCKS %s
 // RUN: not dsf-opt %s --dsf-gpu-tiled-matmul="split-min-rows=-5" 2>&1 | FileCheck --check-prefix=SPLIT %s
 // RUN: not dsf-opt %s --dsf-gpu-grouped-experts="min-rows-per-expert=-1" 2>&1 | FileCheck --check-prefix=SPREAD %s
+// RUN: not dsf-opt %s --dsf-gpu-grouped-experts="wide-min-rows-per-expert=-7" 2>&1 | FileCheck --check-prefix=WIDE %s
 // RUN: not dsf-opt %s --dsf-gpu-sink-attention="mma-min-tokens=-1" 2>&1 | FileCheck --check-prefix=MMAMIN %s
 // RUN: not dsf-opt %s --dsf-gpu-sink-attention="mma-min-batch=-3" 2>&1 | FileCheck --check-prefix=MMABATCH %s
 
@@ -19,6 +20,7 @@ module {
 // BLOCKS: error: dsf-gpu-tiled-matmul: min-blocks must be a count of tiles >= 0, not -2
 // SPLIT: error: dsf-gpu-tiled-matmul: split-min-rows must be a count of rows >= 0, not -5
 // SPREAD: error: dsf-gpu-grouped-experts: min-rows-per-expert must be a count of rows >= 0, not -1
+// WIDE: error: dsf-gpu-grouped-experts: wide-min-rows-per-expert must be a count of rows >= 0, not -7
 // The tensor-core attention's threshold is a count of tokens (0: never); a
 // negative one is an error naming the pass and the value.
 // MMAMIN: error: dsf-gpu-sink-attention: mma-min-tokens must be a count of tokens >= 0 (0: never), not -1

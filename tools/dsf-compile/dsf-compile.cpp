@@ -102,20 +102,30 @@ cl::opt<std::string> tileMath("tile-math",
                                        "tf32, 3xtf32 or bf16 (tensor cores, mma.sync; 3xtf32 about f32's accuracy; "
                                        "bf16 rounds the activations to bf16, f32 accumulation)"),
                               cl::init("f32"), cl::cat(dsfCategory));
-cl::opt<long> tileMinBlocks("tile-min-blocks",
-                            cl::desc("--target=cuda: a product of 16-127 rows runs the warp kernel when its tiles "
-                                     "would be fewer than this (default 66, half the H200's SMs; 0: tiles from 16 rows)"),
-                            cl::init(66), cl::cat(dsfCategory));
-cl::opt<long> tileMinRowsPerExpert("tile-min-rows-per-expert",
-                                   cl::desc("--target=cuda: the routed experts run as tiles from this many rows an "
-                                            "expert on average (default 32, 0 with --tile-math=bf16), below as a "
-                                            "warp per output"),
-                                   cl::init(32), cl::cat(dsfCategory));
-cl::opt<long> tileSplitMinRows("tile-split-min-rows",
-                                cl::desc("--target=cuda with --tile-math=bf16: a product of this many to 127 rows "
-                                         "that the tiles do not take runs as bf16 tiles with its depth split across "
-                                         "blocks, not the warp kernel (default 8; 0: never)"),
-                                cl::init(8), cl::cat(dsfCategory));
+// The kernel choices' defaults are lowering/Passes.h's (the passes' too);
+// each flag's description names its default from there.
+const std::string tileMinBlocksHelp =
+    "--target=cuda: a product of 16-127 rows runs the warp kernel when its tiles would be fewer than this "
+    "(default " + std::to_string(mlir::dsf::kDefaultTileMinBlocks) + ", half the H200's SMs; 0: tiles from 16 rows)";
+cl::opt<long> tileMinBlocks("tile-min-blocks", cl::desc(tileMinBlocksHelp), cl::init(mlir::dsf::kDefaultTileMinBlocks),
+                            cl::cat(dsfCategory));
+const std::string tileMinRowsPerExpertHelp =
+    "--target=cuda: the routed experts run as tiles from this many rows an expert on average (default " +
+    std::to_string(mlir::dsf::kDefaultTileMinRowsPerExpert) + ", 0 with --tile-math=bf16), below as a warp per output";
+cl::opt<long> tileMinRowsPerExpert("tile-min-rows-per-expert", cl::desc(tileMinRowsPerExpertHelp),
+                                   cl::init(mlir::dsf::kDefaultTileMinRowsPerExpert), cl::cat(dsfCategory));
+const std::string tileWideMinRowsPerExpertHelp =
+    "--target=cuda: the routed experts' products of 2,048 columns or more run as 128 x 128 tiles from this many "
+    "rows an expert on average, below as 64 x 64 ones (default " +
+    std::to_string(mlir::dsf::kDefaultTileWideMinRowsPerExpert) + "; 0: always 128 x 128)";
+cl::opt<long> tileWideMinRowsPerExpert("tile-wide-min-rows-per-expert", cl::desc(tileWideMinRowsPerExpertHelp),
+                                       cl::init(mlir::dsf::kDefaultTileWideMinRowsPerExpert), cl::cat(dsfCategory));
+const std::string tileSplitMinRowsHelp =
+    "--target=cuda with --tile-math=bf16: a product of this many to 127 rows that the tiles do not take runs as "
+    "bf16 tiles with its depth split across blocks, not the warp kernel (default " +
+    std::to_string(mlir::dsf::kDefaultTileSplitMinRows) + "; 0: never)";
+cl::opt<long> tileSplitMinRows("tile-split-min-rows", cl::desc(tileSplitMinRowsHelp),
+                               cl::init(mlir::dsf::kDefaultTileSplitMinRows), cl::cat(dsfCategory));
 cl::opt<long> attentionMmaMinTokens("attention-mma-min-tokens",
                                     cl::desc("--target=cuda: a call of this many tokens or more runs its sink "
                                              "attention on the tensor cores (bf16 operands, f32 sums; a block per "
@@ -217,6 +227,7 @@ int compileArtifact(mlir::ModuleOp module, const dsf::ModelConfig &config,
   // 3.12 -> 2.21 ms a step over 5 layers); the SIMT tiles lose there.
   cudaOptions.tileMinRowsPerExpert = tileMinRowsPerExpert.getNumOccurrences() ? long(tileMinRowsPerExpert)
                                                                                : (tileMath == "bf16" ? 0 : 32);
+  cudaOptions.tileWideMinRowsPerExpert = tileWideMinRowsPerExpert;
   cudaOptions.tileSplitMinRows = tileSplitMinRows;
   cudaOptions.tileCpAsync = !noCpAsync;
   // A bf16 build's prefill attention is bf16 too (its activations are); the
@@ -323,8 +334,14 @@ int main(int argc, char **argv) {
   if (tileMinRowsPerExpert < 0)
     return error("--tile-min-rows-per-expert: expected a count of rows >= 0, not " +
                  std::to_string(tileMinRowsPerExpert));
-  if ((tileMinBlocks.getNumOccurrences() || tileMinRowsPerExpert.getNumOccurrences()) && target != "cuda")
-    return error("--tile-min-blocks and --tile-min-rows-per-expert choose the kernels of --target=cuda");
+  if (tileWideMinRowsPerExpert < 0)
+    return error("--tile-wide-min-rows-per-expert: expected a count of rows >= 0 (0: always 128 x 128), not " +
+                 std::to_string(tileWideMinRowsPerExpert));
+  if ((tileMinBlocks.getNumOccurrences() || tileMinRowsPerExpert.getNumOccurrences() ||
+       tileWideMinRowsPerExpert.getNumOccurrences()) &&
+      target != "cuda")
+    return error("--tile-min-blocks, --tile-min-rows-per-expert and --tile-wide-min-rows-per-expert choose the "
+                 "kernels of --target=cuda");
   if (tileSplitMinRows < 0)
     return error("--tile-split-min-rows: expected a count of rows >= 0 (0: never), not " +
                  std::to_string(tileSplitMinRows));
