@@ -63,6 +63,7 @@ struct CudaPipelineOptions {
   int64_t tileWideMinRowsPerExpert = kDefaultTileWideMinRowsPerExpert; // ... wide-min-rows-per-expert
   int64_t tileSplitMinRows = kDefaultTileSplitMinRows;        // dsf-gpu-tiled-matmul split-min-rows
   bool tileCpAsync = true;                   // bf16 tiles staged by cp.async (--no-cp-async: through registers)
+  bool tileBf16Copies = false;               // cp.async tiles stage an f32 A from a bf16 copy (--bf16-copies)
   int64_t attentionMmaMinTokens = 0;         // dsf-gpu-sink-attention mma-min-tokens (0: never)
   int64_t attentionMmaMinBatch = 0;          // dsf-gpu-sink-attention mma-min-batch (0: never)
 };

@@ -233,6 +233,13 @@ def GpuTiledMatmul : Pass<"dsf-gpu-tiled-matmul", "::mlir::ModuleOp"> {
     read as stored and an f32 pair rounded to bf16 as it is read: the same
     mma sequence as the register-staged kernel (`cp-async=false`), so the
     same sums bit for bit.
+    With `bf16-copies` an f32 A is first rounded to a bf16 copy by a kernel
+    of its own, and the tiles (and the split-depth tiles below) stage that:
+    each column tile reads half the bytes of A, and its ring takes a third
+    less shared memory; rounded as the kernel would round it as it is read,
+    the sums stay the same bit for bit. It is off by default: a decode
+    step's A is a few rows, and the copy's launch cost what it saved
+    (bench/results/gpu-narrow-expert-tiles.md).
 
     With `math=bf16` and cp.async, a product of `split-min-rows` to 127 rows
     that the tiles do not take (fewer than `min-blocks` tiles, or fewer
@@ -256,7 +263,9 @@ def GpuTiledMatmul : Pass<"dsf-gpu-tiled-matmul", "::mlir::ModuleOp"> {
                  Option<"cpAsync", "cp-async", "bool", "true",
                         "With bf16 math, copy operands whose rows are contiguous by cp.async into a ring of stages">,
                  Option<"splitMinRows", "split-min-rows", "int64_t", "::mlir::dsf::kDefaultTileSplitMinRows",
-                        "With bf16 math and cp.async, rows from which a product the tiles do not take runs as split-depth bf16 tiles below 128 rows (0: never)">];
+                        "With bf16 math and cp.async, rows from which a product the tiles do not take runs as split-depth bf16 tiles below 128 rows (0: never)">,
+                 Option<"bf16Copies", "bf16-copies", "bool", "false",
+                        "With bf16 math and cp.async, stage an f32 A from a bf16 copy made before the tiles (the same sums, half the bytes of A a column tile)">];
   let dependentDialects = ["::mlir::NVVM::NVVMDialect", "::mlir::LLVM::LLVMDialect", "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::vector::VectorDialect", "::mlir::nvgpu::NVGPUDialect"];
 }
@@ -283,7 +292,8 @@ def GpuGroupedExperts : Pass<"dsf-gpu-grouped-experts", "::mlir::ModuleOp"> {
     row's sums never depend on the other rows. With `math=bf16` and
     `cp-async`, the tiled kernel copies the gathered rows and the expert's
     weight rows by cp.async (see dsf-gpu-tiled-matmul), each thread's rows
-    found through the permutation once, before the stages.
+    found through the permutation once, before the stages. With `bf16-copies`, an f32
+    input is staged from a bf16 copy made once for the product.
 
     A marked generic that is not of these forms is an error naming it.
   }];
@@ -298,7 +308,9 @@ def GpuGroupedExperts : Pass<"dsf-gpu-grouped-experts", "::mlir::ModuleOp"> {
                  Option<"math", "math", "std::string", "\"f32\"",
                         "The tiled kernel's arithmetic: f32 (SIMT), tf32, 3xtf32 or bf16 (tensor cores, mma.sync)">,
                  Option<"cpAsync", "cp-async", "bool", "true",
-                        "With bf16 math, copy operands whose rows are contiguous by cp.async into a ring of stages">];
+                        "With bf16 math, copy operands whose rows are contiguous by cp.async into a ring of stages">,
+                 Option<"bf16Copies", "bf16-copies", "bool", "false",
+                        "With bf16 math and cp.async, stage an f32 A from a bf16 copy made before the tiles (the same sums, half the bytes of A a column tile)">];
   let dependentDialects = ["::mlir::NVVM::NVVMDialect", "::mlir::LLVM::LLVMDialect", "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::linalg::LinalgDialect",
                            "::mlir::vector::VectorDialect", "::mlir::nvgpu::NVGPUDialect"];

@@ -67,6 +67,10 @@ prepare)
   K512_2L="build/v4small-k512-2l --no-kv-quant --target=cuda --tile-math=bf16 --tile-min-rows-per-expert=0 --no-batch-decode"
   build/bin/dsf-compile $K512_2L -o $G/k512-2l-split.dsfa
   build/bin/dsf-compile $K512_2L --tile-min-blocks=0 --tile-split-min-rows=0 -o $G/k512-2l-tiles.dsfa
+  # The split and whole tiles staging A from a bf16 copy (--bf16-copies)
+  # rather than as stored (f32, rounded as each tile reads it): the same
+  # sums bit for bit.
+  build/bin/dsf-compile $K512_2L --bf16-copies -o $G/k512-2l-copies.dsfa
   build/bin/dsf-compile models/deepseek-v4.1-tiny --no-kv-quant --target=cpu -o $G/cpu-noquant.dsfa
   if [[ "${2:-}" != quick ]]; then
   # The tensor cores (--tile-math): the tiny models and the small V4.
@@ -229,6 +233,10 @@ PY
     $R $G/k512-2l-tiles.dsfa --weights $OUT/k512-2l.safetensors --prompt-ids @/tmp/small-ids --dump-logits $OUT/k512-2l-tiles.logits
     $R $G/k512-2l-split.dsfa --weights $OUT/k512-2l.safetensors --prompt-ids @/tmp/small-ids --dump-logits $OUT/k512-2l-split.logits
     $C $OUT/k512-2l-split.logits --against $OUT/k512-2l-tiles.logits --max-rel 1e-2 --min-argmax 97 || true
+    if have k512-2l-copies.dsfa; then
+      $R $G/k512-2l-copies.dsfa --weights $OUT/k512-2l.safetensors --prompt-ids @/tmp/small-ids --dump-logits $OUT/k512-2l-copies.logits
+      $C $OUT/k512-2l-split.logits --against $OUT/k512-2l-copies.logits --exact || true
+    fi
     python3 tools/scripts/dsfa_tool.py random-weights $G/k512-cpu.dsfa $OUT/k512.safetensors
     $R $G/k512-tiles.dsfa --weights $OUT/k512.safetensors --prompt-ids @/tmp/small-ids --dump-logits $OUT/k512-tiles.logits
     $R $G/k512-split.dsfa --weights $OUT/k512.safetensors --prompt-ids @/tmp/small-ids --dump-logits $OUT/k512-split.logits --timing

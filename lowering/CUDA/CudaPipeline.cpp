@@ -58,14 +58,15 @@ LogicalResult mlir::dsf::buildCudaPipelineFromLinalg(OpPassManager &pm, const Cu
   // queues the kernels without synchronizing between them. The tiled
   // kernels' and the attention's cp.async copies (nvgpu) become NVVM inside each gpu.module.
   std::string cpAsync = options.tileCpAsync ? "true" : "false";
+  std::string bf16Copies = options.tileBf16Copies ? "true" : "false";
   std::string text = "canonicalize,convert-bufferization-to-memref,dsf-copies-to-linalg,dsf-gpu-fuse-mhc,dsf-gpu-select-topk,dsf-gpu-route-experts,dsf-gpu-sink-attention{batch-invariant=" + invariant +
                      " mma-min-tokens=" + std::to_string(options.attentionMmaMinTokens) +
                      " mma-min-batch=" + std::to_string(options.attentionMmaMinBatch) + "},symbol-dce,dsf-gpu-fuse-sinkhorn,"
                      "dsf-gpu-grouped-experts{batch-invariant=" + invariant + " math=" + options.tileMath + " cp-async=" + cpAsync +
-                     " min-rows-per-expert=" + std::to_string(options.tileMinRowsPerExpert) +
+                     " bf16-copies=" + bf16Copies + " min-rows-per-expert=" + std::to_string(options.tileMinRowsPerExpert) +
                      " wide-min-rows-per-expert=" + std::to_string(options.tileWideMinRowsPerExpert) +
                      "},dsf-gpu-tiled-matmul{batch-invariant=" + invariant + " math=" + options.tileMath + " cp-async=" + cpAsync +
-                      " min-blocks=" + std::to_string(options.tileMinBlocks) +
+                     " bf16-copies=" + bf16Copies + " min-blocks=" + std::to_string(options.tileMinBlocks) +
                      " split-min-rows=" + std::to_string(options.tileSplitMinRows) + "},dsf-gpu-batched-contraction{math=" + options.tileMath + "},dsf-gpu-block-reduce{min-sum-points=" +
                      std::string(options.batchInvariant ? "1024" : "256") + "},"
                      "convert-linalg-to-parallel-loops,"

@@ -183,6 +183,17 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
                                 memref::StoreOp::create(o, l, arith::IndexCastOp::create(o, l, o.getI32Type(), row),
                                                         perm, ValueRange{toIndex(o, slot)});
                               });
+      // The rows the tiles copy by cp.async: the input's own, or with
+      // bf16-copies and bf16 math a bf16 copy of an f32 input, made once for
+      // either tile (its column tiles each read half the bytes of it).
+      const bool staged = cpAsync && asyncStageable(m.input) && asyncStageable(m.weight);
+      Value stagedInput = m.input, inputCopy;
+      if (staged && bf16Copies && tileMath == TileMath::Bf16 &&
+          llvm::cast<MemRefType>(m.input.getType()).getElementType().isF32()) {
+        StagedRows rowsOfInput{m.input, {}};
+        inputCopy = stageBf16Copy(t, loc, rowsOfInput);
+        stagedInput = inputCopy;
+      }
       // The tiled GEMM on `tile`, whose tile starts are starts[tileRow].
       auto buildExpertGemm = [&](OpBuilder &t, GemmTile tile, int64_t tileRow) {
         TiledGemm gemm;
@@ -231,10 +242,10 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
           storeRow(o, tok, s, col, sum);
         };
         gemm.math = tileMath;
-        if (cpAsync && asyncStageable(m.input) && asyncStageable(m.weight)) {
+        if (staged) {
           // Row r's input is x[token] (project) or h[token, slot] (down);
           // column col of the block's expert is weight[expert, col].
-          gemm.stagedA = {m.input, [&](OpBuilder &o, Location l, Value r) {
+          gemm.stagedA = {stagedInput, [&](OpBuilder &o, Location l, Value r) {
                             auto [tok, s] =
                                 tokenSlot(o, toIndex(o, memref::LoadOp::create(o, l, perm, ValueRange{r})));
                             return m.down ? SmallVector<Value>{tok, s} : SmallVector<Value>{tok};
@@ -254,8 +265,9 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
       } else {
         buildExpertGemm(t, wide, 1);
       }
-      for (Value buffer : {counts, rank, starts, perm})
-        memref::DeallocOp::create(t, loc, buffer);
+      for (Value buffer : {counts, rank, starts, perm, inputCopy})
+        if (buffer)
+          memref::DeallocOp::create(t, loc, buffer);
     }
     {
       OpBuilder e = OpBuilder::atBlockBegin(choice.elseBlock());

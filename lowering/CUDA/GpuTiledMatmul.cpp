@@ -85,7 +85,7 @@ bool isGroupedRowsTimesTransposed(linalg::GenericOp g) {
 /// C[t, g, o] += A[t, g, d] * W[g, o, d]; with batch-invariant, the generic
 /// stays below min-rows (it adds in the tiled kernel's order).
 void rewriteProduct(linalg::GenericOp g, bool grouped, ProductChoice choice, bool batchInvariant, TileMath math,
-                    bool cpAsync) {
+                    bool cpAsync, bool bf16Copies) {
   OpBuilder b(g);
   Location loc = g.getLoc();
   Value A = g.getDpsInputs()[0], W = g.getDpsInputs()[1], C = g.getDpsInits()[0];
@@ -133,6 +133,7 @@ void rewriteProduct(linalg::GenericOp g, bool grouped, ProductChoice choice, boo
                    return grouped ? SmallVector<Value>{*group, col} : SmallVector<Value>{col};
                  }};
   }
+  p.bf16CopyOfA = bf16Copies;
   p.warpUnroll = warpGemvUnroll(llvm::cast<MemRefType>(W.getType()).getElementType());
   // Batch-invariant: the generic below the tiles is slow (a thread an
   // output), so only the row count chooses; no split depth either (its sums
@@ -185,9 +186,9 @@ struct GpuTiledMatmulPass : impl::GpuTiledMatmulBase<GpuTiledMatmulPass> {
         grouped.push_back(g);
     });
     for (linalg::GenericOp g : grouped)
-      rewriteProduct(g, /*grouped=*/true, choice, batchInvariant, *tileMath, cpAsync);
+      rewriteProduct(g, /*grouped=*/true, choice, batchInvariant, *tileMath, cpAsync, bf16Copies);
     for (linalg::GenericOp g : matmuls)
-      rewriteProduct(g, /*grouped=*/false, choice, batchInvariant, *tileMath, cpAsync);
+      rewriteProduct(g, /*grouped=*/false, choice, batchInvariant, *tileMath, cpAsync, bf16Copies);
   }
 };
 } // namespace

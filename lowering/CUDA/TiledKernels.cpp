@@ -311,6 +311,29 @@ SmallVector<Value> mmaStepStaged(OpBuilder &o, Location l, Value ringA, Value ri
 }
 } // namespace
 
+Value stageBf16Copy(OpBuilder &b, Location loc, StagedRows &rows) {
+  auto type = llvm::cast<MemRefType>(rows.buffer.getType());
+  assert(type.getElementType().isF32() && type.getLayout().isIdentity() && "an f32 buffer of rows");
+  SmallVector<Value> sizes, extents, zeros, ones;
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0), one = arith::ConstantIndexOp::create(b, loc, 1);
+  for (int64_t i = 0; i < type.getRank(); ++i) {
+    Value extent = memref::DimOp::create(b, loc, rows.buffer, i);
+    if (type.isDynamicDim(i))
+      sizes.push_back(extent);
+    extents.push_back(extent);
+    zeros.push_back(zero);
+    ones.push_back(one);
+  }
+  Value copy = memref::AllocOp::create(b, loc, MemRefType::get(type.getShape(), b.getBF16Type()), sizes);
+  Value source = rows.buffer;
+  scf::ParallelOp::create(b, loc, zeros, extents, ones, [&](OpBuilder &o, Location l, ValueRange ivs) {
+    Value v = memref::LoadOp::create(o, l, source, ivs);
+    memref::StoreOp::create(o, l, arith::TruncFOp::create(o, l, o.getBF16Type(), v), copy, ivs);
+  });
+  rows.buffer = copy;
+  return copy;
+}
+
 bool asyncStageable(Value buffer) {
   auto type = llvm::dyn_cast<MemRefType>(buffer.getType());
   if (!type || !type.getLayout().isIdentity() || type.getRank() == 0 ||
@@ -1017,16 +1040,28 @@ scf::IfOp buildProductKernels(OpBuilder &b, Location loc, const Product &p, cons
     splitRows = arith::AndIOp::create(b, loc, atLeast(p.M, choice.splitMinRows),
                                       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, p.M,
                                                             arith::ConstantIndexOp::create(b, loc, kWarpRowsAtMost)));
+  // A tile branch's product: with bf16CopyOfA, A staged from the bf16 copy
+  // made there, freed after the branch's kernels.
+  auto tilesOf = [&](OpBuilder &o, function_ref<void(const Product &)> build) {
+    const bool copyA = p.bf16CopyOfA && p.math == TileMath::Bf16 && p.stagedA.buffer && p.stagedW.buffer &&
+                       llvm::cast<MemRefType>(p.stagedA.buffer.getType()).getElementType().isF32();
+    if (!copyA)
+      return build(p);
+    Product q = p;
+    Value copy = stageBf16Copy(o, loc, q.stagedA);
+    build(q);
+    memref::DeallocOp::create(o, loc, copy);
+  };
   auto kernels = scf::IfOp::create(b, loc, TypeRange{}, tiled, /*withElse=*/true);
   OpBuilder t = kernels.getThenBodyBuilder();
-  buildTiledGemm(t, loc, tiledGemmOf(p, tile, gridX, gridY));
+  tilesOf(t, [&](const Product &q) { buildTiledGemm(t, loc, tiledGemmOf(q, tile, gridX, gridY)); });
   if (!choice.warpBelow)
     return kernels;
   OpBuilder e = OpBuilder::atBlockBegin(kernels.elseBlock());
   if (split) {
     auto splitChoice = scf::IfOp::create(e, loc, TypeRange{}, splitRows, /*withElse=*/true);
     OpBuilder s = splitChoice.getThenBodyBuilder();
-    buildSplitProduct(s, loc, p, *split);
+    tilesOf(s, [&](const Product &q) { buildSplitProduct(s, loc, q, *split); });
     e = OpBuilder::atBlockBegin(splitChoice.elseBlock());
   }
   WarpGemv w;

@@ -108,6 +108,15 @@ struct StagedRows {
 /// aligned.
 bool asyncStageable(Value buffer);
 
+/// A bf16 copy of the f32 buffer `staged` (an identity layout), each element
+/// rounded to nearest even by a kernel of a thread an element, and the
+/// staging of `rows` moved to it (the same prefix); for the caller to
+/// deallocate once the tiles that read it are queued. The bf16 tiles round
+/// every A element they read the same way (stagedPair): the products stay
+/// the same bit for bit, and each of a product's column tiles then reads
+/// half the bytes of A and stages them in half the shared memory.
+Value stageBf16Copy(OpBuilder &b, Location loc, StagedRows &rows);
+
 /// C[r, col] <- sum over d < K of A[r, d] * W[col, d], as tiles of C (blocks
 /// of 256 threads, 16-deep slices staged in shared memory, each slice's
 /// global loads issued while the one before is multiplied; on the SIMT cores
@@ -203,6 +212,9 @@ struct Product {
   std::function<void(OpBuilder &, Location, Value r, Value col, Value sum)> store;
   TileMath math = TileMath::F32;   // of the tiled kernel
   StagedRows stagedA, stagedW;     // of the tiled kernel (see TiledGemm)
+  /// With bf16 math and an f32 stagedA: the tiled and split-depth kernels
+  /// stage A from a bf16 copy (stageBf16Copy) made in their branch.
+  bool bf16CopyOfA = false;
   int64_t warpUnroll = 4;          // of the warp kernel (warpGemvUnroll)
   /// Of the warp kernel (see WarpGemv): W when pairableWeight, and its
   /// indices at (col, d).

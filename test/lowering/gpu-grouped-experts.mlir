@@ -3,6 +3,7 @@
 // RUN: dsf-opt %s --dsf-gpu-grouped-experts="min-rows=16 math=tf32" --split-input-file | FileCheck --check-prefix=TF32 %s
 // RUN: dsf-opt %s --dsf-gpu-grouped-experts="min-rows=16 min-rows-per-expert=0" --split-input-file | FileCheck --check-prefix=ANY-SPREAD %s
 // RUN: dsf-opt %s --dsf-gpu-grouped-experts="min-rows=16 math=bf16" --split-input-file | FileCheck --check-prefix=ASYNC %s
+// RUN: dsf-opt %s --dsf-gpu-grouped-experts="min-rows=16 math=bf16 bf16-copies=true" --split-input-file | FileCheck --check-prefix=COPY %s
 // RUN: dsf-opt %s --dsf-gpu-grouped-experts="min-rows=16 math=bf16 cp-async=false" --split-input-file | FileCheck --check-prefix=REGS %s
 // RUN: dsf-opt %s --dsf-gpu-grouped-experts="min-rows=16 wide-min-rows-per-expert=0" --split-input-file | FileCheck --check-prefix=WIDE0 %s
 
@@ -134,6 +135,17 @@ func.func @down(%experts: memref<?x2xi32>, %h: memref<?x2x32xf32>, %w: memref<4x
 // With bf16 math the tiled kernel copies by cp.async: each thread's A rows
 // found once through the permutation (a load of perm per chunk, before the
 // stages), x[token] 4 f32 a copy, the block's expert's rows 8 bf16 a copy.
+// With bf16-copies the f32 x is rounded to a bf16 copy once, after
+// the permutation, and the tiles stage the copy's gathered rows 8 bf16 a
+// cp.async; the copy is freed with the grouping's buffers.
+// COPY-LABEL: func.func @project_bf16
+// COPY: %[[COPY:.*]] = memref.alloc(%{{.*}}) : memref<?x64xbf16>
+// COPY: arith.truncf %{{.*}} : f32 to bf16
+// COPY: gpu.launch {{.*}} dynamic_shared_memory_size %c30720_i32 {
+// COPY: nvgpu.device_async_copy %[[COPY]][%{{.*}}, %{{.*}}], %{{.*}}, 8, %{{.*}} {bypassL1} : memref<?x64xbf16> to memref<3x64x40xbf16, #gpu.address_space<workgroup>>
+// COPY: gpu.terminator
+// COPY: memref.dealloc %[[COPY]]
+// COPY: } else {
 // ASYNC-LABEL: func.func @project_bf16
 // ASYNC: gpu.launch {{.*}} dynamic_shared_memory_size %c46080_i32 {
 // ASYNC: %[[RA:.*]] = memref.view {{.*}} to memref<3x64x40xf32, #gpu.address_space<workgroup>>

@@ -5,6 +5,7 @@
 // RUN: dsf-opt %s --dsf-gpu-tiled-matmul="min-rows=16 math=3xtf32" --split-input-file | FileCheck --check-prefix=TF32X3 %s
 // RUN: dsf-opt %s --dsf-gpu-tiled-matmul="min-rows=16 math=bf16 cp-async=false" --split-input-file | FileCheck --check-prefix=BF16 %s
 // RUN: dsf-opt %s --dsf-gpu-tiled-matmul="min-rows=16 math=bf16" --split-input-file | FileCheck --check-prefix=ASYNC %s
+// RUN: dsf-opt %s --dsf-gpu-tiled-matmul="min-rows=16 math=bf16 bf16-copies=true" --split-input-file | FileCheck --check-prefix=COPY %s
 // RUN: dsf-opt %s --dsf-gpu-tiled-matmul="min-rows=16 math=bf16 split-min-rows=0" --split-input-file | FileCheck --check-prefix=NOSPLIT %s
 // RUN: dsf-opt %s --dsf-gpu-tiled-matmul="min-rows=16 math=bf16 batch-invariant=true" --split-input-file | FileCheck --check-prefix=INVARIANT-BF16 %s
 
@@ -44,6 +45,28 @@
 // issues the stage two ahead (zero-filled past the rows and K: cp.async's
 // source size) and multiplies its slot in two k16 steps, the fragments
 // read in pairs of depths (8-byte loads of f32, rounded to bf16x2).
+// With bf16-copies an f32 A is rounded to a bf16 copy by a kernel
+// of its own in the tiles' branch, and the tiles stage the copy, 8 bf16 a
+// cp.async, into a ring of bf16 (a third less shared memory: 15,360 + 30,720
+// bytes); the copy is freed after them. The warp kernel below reads A as
+// stored.
+// COPY-LABEL: func.func @proj
+// COPY: scf.if
+// COPY: %[[COPY:.*]] = memref.alloc(%{{.*}}) : memref<?x128xbf16>
+// COPY: scf.parallel
+// COPY: %[[X:.*]] = memref.load %arg0
+// COPY: %[[B:.*]] = arith.truncf %[[X]] : f32 to bf16
+// COPY: memref.store %[[B]], %[[COPY]]
+// COPY: gpu.launch {{.*}} dynamic_shared_memory_size %c46080_i32 {
+// COPY: memref.view {{.*}} to memref<3x64x40xbf16, #gpu.address_space<workgroup>>
+// COPY: nvgpu.device_async_copy %[[COPY]][%{{.*}}, %{{.*}}], %{{.*}}, 8, %{{.*}} {bypassL1} : memref<?x128xbf16> to memref<3x64x40xbf16, #gpu.address_space<workgroup>>
+// COPY: nvgpu.device_async_copy %arg1[
+// COPY: gpu.terminator
+// COPY: memref.dealloc %[[COPY]]
+// COPY-NEXT: } else {
+// COPY-NOT: memref<?x128xbf16>
+// COPY: memref.load %arg0
+// COPY: gpu.shuffle xor
 // ASYNC-LABEL: func.func @proj
 // ASYNC: gpu.launch {{.*}} dynamic_shared_memory_size %c61440_i32 {
 // ASYNC: %[[SHARED:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
@@ -632,12 +655,24 @@ func.func @reads_zeroed(%w: memref<96x64xf32>, %y: memref<?x96xf32>) {
 // ASYNC-NEXT: } else {
 // ASYNC: gpu.shuffle  xor
 // ASYNC-NOT: linalg.fill
+// The split-depth tiles stage a bf16 copy of A too, made in their branch.
+// COPY-LABEL: func.func @split
+// COPY: } else {
+// COPY-NEXT: scf.if
+// COPY: %[[COPY:.*]] = memref.alloc(%{{.*}}) : memref<?x1000xbf16>
+// COPY: arith.truncf %{{.*}} : f32 to bf16
+// COPY: %[[SCRATCH:.*]] = memref.alloc(%{{.*}}) : memref<?xf32>
+// COPY: gpu.launch {{.*}} dynamic_shared_memory_size %c30720_i32 {
+// COPY: nvgpu.device_async_copy %[[COPY]]
+// COPY: memref.dealloc %[[SCRATCH]]
+// COPY: memref.dealloc %[[COPY]]
+// COPY-NEXT: } else {
 // Without a split (split-min-rows=0) and batch-invariant: no scratch.
 // NOSPLIT-LABEL: func.func @split
-// NOSPLIT-NOT: memref.alloc
+// NOSPLIT-NOT: memref.alloc({{.*}}) : memref<?xf32>
 // NOSPLIT: gpu.shuffle  xor
 // INVARIANT-BF16-LABEL: func.func @split
-// INVARIANT-BF16-NOT: memref.alloc
+// INVARIANT-BF16-NOT: memref.alloc({{.*}}) : memref<?xf32>
 // INVARIANT-BF16: linalg.generic
 // A shallow depth (128: one part) or a dynamic one keeps the warp kernel.
 // ASYNC-LABEL: func.func @shallow

@@ -143,6 +143,11 @@ cl::opt<bool> noCpAsync("no-cp-async",
                         cl::desc("--target=cuda --tile-math=bf16: stage the tiles' operands through registers "
                                  "rather than copying them by cp.async into a ring of shared-memory stages"),
                         cl::cat(dsfCategory));
+cl::opt<bool> bf16Copies("bf16-copies",
+                         cl::desc("--target=cuda --tile-math=bf16: the cp.async tiles stage an f32 A from a bf16 "
+                                  "copy made before them rather than rounding it in each column tile (the same "
+                                  "sums either way; off by default: bench/results/gpu-narrow-expert-tiles.md)"),
+                         cl::cat(dsfCategory));
 cl::opt<bool> noBatchDecode("no-batch-decode",
                             cl::desc("--target: leave out @batch_decode (one decode step for a batch of sequences, "
                                      "their state in slots updated in place; about a quarter of the compile time)"),
@@ -230,6 +235,7 @@ int compileArtifact(mlir::ModuleOp module, const dsf::ModelConfig &config,
   cudaOptions.tileWideMinRowsPerExpert = tileWideMinRowsPerExpert;
   cudaOptions.tileSplitMinRows = tileSplitMinRows;
   cudaOptions.tileCpAsync = !noCpAsync;
+  cudaOptions.tileBf16Copies = bf16Copies;
   // A bf16 build's prefill attention is bf16 too (its activations are); the
   // f32-family builds keep f32 attention unless asked.
   cudaOptions.attentionMmaMinTokens =
@@ -360,6 +366,9 @@ int main(int argc, char **argv) {
     return error("--attention-mma-min-batch chooses the attention kernels of --target=cuda");
   if (noCpAsync && tileMath != "bf16")
     return error("--no-cp-async chooses how the bf16 tiles are staged: it needs --target=cuda --tile-math=bf16");
+  if (bf16Copies && (tileMath != "bf16" || noCpAsync))
+    return error("--bf16-copies chooses what the cp.async bf16 tiles stage: it needs --target=cuda "
+                 "--tile-math=bf16 without --no-cp-async");
 
   mlir::dsf::PipelineOptions pipelineOptions;
   pipelineOptions.kvQuant = !noKvQuant;
