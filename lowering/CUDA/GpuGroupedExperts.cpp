@@ -188,12 +188,8 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
       // either tile (its column tiles each read half the bytes of it).
       const bool staged = cpAsync && asyncStageable(m.input) && asyncStageable(m.weight);
       Value stagedInput = m.input, inputCopy;
-      if (staged && bf16Copies && tileMath == TileMath::Bf16 &&
-          llvm::cast<MemRefType>(m.input.getType()).getElementType().isF32()) {
-        StagedRows rowsOfInput{m.input, {}};
-        inputCopy = stageBf16Copy(t, loc, rowsOfInput);
-        stagedInput = inputCopy;
-      }
+      if (staged && bf16Copies && bf16CopyApplies(tileMath, m.input))
+        stagedInput = inputCopy = bf16CopyOf(t, loc, m.input);
       // The tiled GEMM on `tile`, whose tile starts are starts[tileRow].
       auto buildExpertGemm = [&](OpBuilder &t, GemmTile tile, int64_t tileRow) {
         TiledGemm gemm;

@@ -311,13 +311,17 @@ SmallVector<Value> mmaStepStaged(OpBuilder &o, Location l, Value ringA, Value ri
 }
 } // namespace
 
-Value stageBf16Copy(OpBuilder &b, Location loc, StagedRows &rows) {
-  auto type = llvm::cast<MemRefType>(rows.buffer.getType());
+bool bf16CopyApplies(TileMath math, Value a) {
+  return math == TileMath::Bf16 && llvm::cast<MemRefType>(a.getType()).getElementType().isF32();
+}
+
+Value bf16CopyOf(OpBuilder &b, Location loc, Value buffer) {
+  auto type = llvm::cast<MemRefType>(buffer.getType());
   assert(type.getElementType().isF32() && type.getLayout().isIdentity() && "an f32 buffer of rows");
   SmallVector<Value> sizes, extents, zeros, ones;
   Value zero = arith::ConstantIndexOp::create(b, loc, 0), one = arith::ConstantIndexOp::create(b, loc, 1);
   for (int64_t i = 0; i < type.getRank(); ++i) {
-    Value extent = memref::DimOp::create(b, loc, rows.buffer, i);
+    Value extent = memref::DimOp::create(b, loc, buffer, i);
     if (type.isDynamicDim(i))
       sizes.push_back(extent);
     extents.push_back(extent);
@@ -325,12 +329,10 @@ Value stageBf16Copy(OpBuilder &b, Location loc, StagedRows &rows) {
     ones.push_back(one);
   }
   Value copy = memref::AllocOp::create(b, loc, MemRefType::get(type.getShape(), b.getBF16Type()), sizes);
-  Value source = rows.buffer;
   scf::ParallelOp::create(b, loc, zeros, extents, ones, [&](OpBuilder &o, Location l, ValueRange ivs) {
-    Value v = memref::LoadOp::create(o, l, source, ivs);
+    Value v = memref::LoadOp::create(o, l, buffer, ivs);
     memref::StoreOp::create(o, l, arith::TruncFOp::create(o, l, o.getBF16Type(), v), copy, ivs);
   });
-  rows.buffer = copy;
   return copy;
 }
 
@@ -1043,12 +1045,11 @@ scf::IfOp buildProductKernels(OpBuilder &b, Location loc, const Product &p, cons
   // A tile branch's product: with bf16CopyOfA, A staged from the bf16 copy
   // made there, freed after the branch's kernels.
   auto tilesOf = [&](OpBuilder &o, function_ref<void(const Product &)> build) {
-    const bool copyA = p.bf16CopyOfA && p.math == TileMath::Bf16 && p.stagedA.buffer && p.stagedW.buffer &&
-                       llvm::cast<MemRefType>(p.stagedA.buffer.getType()).getElementType().isF32();
-    if (!copyA)
+    if (!p.bf16CopyOfA || !p.stagedA.buffer || !p.stagedW.buffer || !bf16CopyApplies(p.math, p.stagedA.buffer))
       return build(p);
     Product q = p;
-    Value copy = stageBf16Copy(o, loc, q.stagedA);
+    Value copy = bf16CopyOf(o, loc, p.stagedA.buffer);
+    q.stagedA.buffer = copy;
     build(q);
     memref::DeallocOp::create(o, loc, copy);
   };

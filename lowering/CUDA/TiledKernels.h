@@ -108,14 +108,18 @@ struct StagedRows {
 /// aligned.
 bool asyncStageable(Value buffer);
 
-/// A bf16 copy of the f32 buffer `staged` (an identity layout), each element
-/// rounded to nearest even by a kernel of a thread an element, and the
-/// staging of `rows` moved to it (the same prefix); for the caller to
-/// deallocate once the tiles that read it are queued. The bf16 tiles round
-/// every A element they read the same way (stagedPair): the products stay
-/// the same bit for bit, and each of a product's column tiles then reads
-/// half the bytes of A and stages them in half the shared memory.
-Value stageBf16Copy(OpBuilder &b, Location loc, StagedRows &rows);
+/// Whether tiles of `math` staging `a` by cp.async stage it from a bf16
+/// copy (bf16CopyOf) when asked: bf16 math over an f32 A.
+bool bf16CopyApplies(TileMath math, Value a);
+
+/// A bf16 copy of the f32 buffer `buffer` (an identity layout), each element
+/// rounded to nearest even by a kernel of a thread an element; for the
+/// caller to stage in place of `buffer` (the same prefix) and deallocate
+/// once the tiles that read it are queued. The bf16 tiles round every A
+/// element they read the same way (stagedPair): the products stay the same
+/// bit for bit, and each of a product's column tiles then reads half the
+/// bytes of A and stages them in half the shared memory.
+Value bf16CopyOf(OpBuilder &b, Location loc, Value buffer);
 
 /// C[r, col] <- sum over d < K of A[r, d] * W[col, d], as tiles of C (blocks
 /// of 256 threads, 16-deep slices staged in shared memory, each slice's
@@ -213,7 +217,7 @@ struct Product {
   TileMath math = TileMath::F32;   // of the tiled kernel
   StagedRows stagedA, stagedW;     // of the tiled kernel (see TiledGemm)
   /// With bf16 math and an f32 stagedA: the tiled and split-depth kernels
-  /// stage A from a bf16 copy (stageBf16Copy) made in their branch.
+  /// stage A from a bf16 copy (bf16CopyOf) made in their branch.
   bool bf16CopyOfA = false;
   int64_t warpUnroll = 4;          // of the warp kernel (warpGemvUnroll)
   /// Of the warp kernel (see WarpGemv): W when pairableWeight, and its
