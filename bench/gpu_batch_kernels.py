@@ -8,11 +8,16 @@ Runs on the GPU machine over builds of one model made on the development
 machine, the first the anchor (the build before the change):
   python3 bench/gpu_batch_kernels.py DSF_RUN OUT.md NAME=ART [NAME=ART ...] [--context N] [--batches 1,8,64]
                                      [--profile-batch 8,64] [--prefill-against NAME=ART [--prefill-tokens N]]
+                                     [--rounds N] [--env NAME:VAR=VALUE ...]
 
 For each build, the same random weights in the released formats
 (dsfa_tool.write_random_quantized) and the same --context-token prompt
 (default 2,048), prefilled once and decoded as each batch (dsf-run --batch;
-a step is the median of the 7 after the first, which captures its graph);
+a step is the median of the 7 after the first, which captures its graph;
+with --rounds N, the median of N such runs, the builds taking turns, for
+differences of a few percent: the larger of the middle two when N is even);
+--env runs build NAME with VAR=VALUE set (the same artifact under a runtime
+switch is then a build of its own);
 then each --profile-batch step by dsf op (DSF_CUDA_PROFILE: every launch
 timed alone, no graph) with the builds side by side. The tokens each build
 prints are compared with the anchor's: another order of the same f32 sums,
@@ -35,10 +40,18 @@ from batch_runs import (Report, batch_steps, build_args, gpu_name, profile_by_op
                         random_weights_and_prompt, run_dsf)
 
 args = sys.argv[1:]
-prefill_reference, prefill_tokens, rest = None, 100, []
+prefill_reference, prefill_tokens, rounds, environments, rest = None, 100, 1, {}, []
 i = 0
 while i < len(args):
-    if args[i] == "--prefill-against":
+    if args[i] == "--rounds":
+        rounds = int(args[i + 1])
+        i += 2
+    elif args[i] == "--env":
+        name, _, setting = args[i + 1].partition(":")
+        variable, _, value = setting.partition("=")
+        environments.setdefault(name, {})[variable] = value
+        i += 2
+    elif args[i] == "--prefill-against":
         prefill_reference = tuple(args[i + 1].split("=", 1))
         i += 2
     elif args[i] == "--prefill-tokens":
@@ -56,8 +69,9 @@ os.makedirs(work, exist_ok=True)
 say = Report(out_md)
 
 
-def run(artifact, weights, ids_path, extra, environment=None):
-    return run_dsf(dsf_run, artifact, weights, ids_path, extra, environment)
+def run(artifact, weights, ids_path, extra, environment=None, name=None):
+    """dsf-run on `artifact`, with build `name`'s --env settings."""
+    return run_dsf(dsf_run, artifact, weights, ids_path, extra, dict(environments.get(name, {}), **(environment or {})))
 
 
 gpu = gpu_name()
@@ -66,16 +80,24 @@ say()
 say(f"- machine: {gpu} (device tool)")
 say(f"- command: `python3 bench/gpu_batch_kernels.py DSF_RUN OUT.md {' '.join(args[2:])}`")
 say(f"- anchor: {builds[0][0]} ({os.path.basename(builds[0][1])}), in the same run")
+for name, settings in environments.items():
+    say(f"- {name} runs with " + ", ".join(f"{k}={v}" for k, v in settings.items()))
+if rounds > 1:
+    say(f"- a step: the median over {rounds} runs, the builds taking turns, of each run's median step"
+        + (" (the larger of the middle two)" if rounds % 2 == 0 else ""))
 say()
 
 weights, ids_path, manifest = random_weights_and_prompt(work, builds[0][1], context)
 
 batch_list = ",".join(map(str, batches))
-steps, tokens = {}, {}
-for name, artifact in builds:
-    err, out = run(artifact, weights, ids_path, ["--max-new-tokens", "9", "--batch", batch_list])
-    steps[name] = {batch: step[0] for batch, step in batch_steps(err).items()}
-    tokens[name] = out.split()
+samples, tokens = {name: {} for name, _ in builds}, {}
+for _ in range(rounds):
+    for name, artifact in builds:
+        err, out = run(artifact, weights, ids_path, ["--max-new-tokens", "9", "--batch", batch_list], name=name)
+        for batch, step in batch_steps(err).items():
+            samples[name].setdefault(batch, []).append(step[0])
+        tokens[name] = out.split()
+steps = {name: {batch: sorted(s)[len(s) // 2] for batch, s in by_batch.items()} for name, by_batch in samples.items()}
 
 say(f"## Step time, a {context}-token prompt decoded as {batch_list} sequences")
 say()
@@ -99,7 +121,7 @@ for profile_batch in profile_batches:
     for name, artifact in builds:
         prof = os.path.join(work, f"profile-{name}-{profile_batch}.md")
         run(artifact, weights, ids_path, ["--max-new-tokens", "5", "--batch", str(profile_batch)],
-            {"DSF_CUDA_PROFILE": prof})
+            {"DSF_CUDA_PROFILE": prof}, name=name)
         by_build[name] = {op: ms for op, (_, ms) in profile_by_op(prof, steps=4).items()}
     anchor = by_build[builds[0][0]]
     ops = sorted(set().union(*by_build.values()), key=lambda op: -anchor.get(op, 0.0))
@@ -121,7 +143,7 @@ if prefill_reference:
     dumps = {}
     for name, artifact in [prefill_reference] + builds:
         dumps[name] = os.path.join(work, f"prefill-{name}.logits")
-        run(artifact, weights, prefill_ids, ["--dump-logits", dumps[name]])
+        run(artifact, weights, prefill_ids, ["--dump-logits", dumps[name]], name=name)
     ref = prefill_reference[0]
     say(f"## A {prefill_tokens}-token prefill's logits against {ref}'s ({os.path.basename(prefill_reference[1])})")
     say()

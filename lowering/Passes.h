@@ -64,6 +64,8 @@ struct CudaPipelineOptions {
   int64_t tileSplitMinRows = kDefaultTileSplitMinRows;        // dsf-gpu-tiled-matmul split-min-rows
   bool tileCpAsync = true;                   // bf16 tiles staged by cp.async (--no-cp-async: through registers)
   bool tileBf16Copies = false;               // cp.async tiles stage an f32 A from a bf16 copy (--bf16-copies)
+  bool programmaticLaunch = true;            // kernels wait at entry, launched early (dsf-gpu-grid-dependency-control)
+  bool launchDependentsAtEntry = true;       // ... and let the next one be scheduled right after the wait
   int64_t attentionMmaMinTokens = 0;         // dsf-gpu-sink-attention mma-min-tokens (0: never)
   int64_t attentionMmaMinBatch = 0;          // dsf-gpu-sink-attention mma-min-batch (0: never)
 };

@@ -131,6 +131,30 @@ def NameKernels : Pass<"dsf-name-kernels", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
+def GpuGridDependencyControl : Pass<"dsf-gpu-grid-dependency-control", "::mlir::ModuleOp"> {
+  let summary = "Every kernel waits for the grids before it at entry, so the next may launch early";
+  let description = [{
+    On outlined kernels: each `gpu.func` kernel of every `gpu.module` begins
+    with PTX `griddepcontrol.wait` (nothing of the kernel runs before the
+    grids it depends on have completed and their writes are visible), as
+    `llvm.inline_asm` that clobbers memory so that no load is moved above
+    it, and then `nvvm.griddepcontrol launch_dependents`
+    (the next grid may be scheduled once every block of this one has begun),
+    and each module gets the external constant `@dsf_grid_dependency_control`
+    (an i32, 1) that tells the runtime it may launch the module's kernels
+    with programmatic stream serialization (sm_90's programmatic dependent
+    launch): the launch and the first blocks of a kernel then overlap the
+    last blocks of the one before it. A module that already defines that
+    symbol otherwise is an error naming the module. Needs sm_90 or later.
+  }];
+  let options = [
+    Option<"launchDependentsAtEntry", "launch-dependents-at-entry", "bool", /*default=*/"true",
+           "signal launch_dependents right after the wait (the next grid may be scheduled once every block of this "
+           "one has begun); false: no signal, the next grid is scheduled as this one's blocks exit">,
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect"];
+}
+
 def MergeKernelModules : Pass<"dsf-merge-kernel-modules", "::mlir::ModuleOp"> {
   let summary = "One gpu.module per host function instead of one per kernel";
   let description = [{

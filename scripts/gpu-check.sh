@@ -29,6 +29,8 @@ prepare)
   mkdir -p $G
   build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cuda -o $G/cuda.dsfa
   build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cuda --batch-invariant -o $G/cuda-invariant.dsfa
+  # The same launched plainly: every kernel after the one before has completed (no griddepcontrol).
+  build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cuda --batch-invariant --no-programmatic-launch -o $G/cuda-invariant-plain.dsfa
   build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cpu -o $G/cpu.dsfa
   build/bin/dsf-compile models/deepseek-v4-tiny --no-kv-quant --target=cuda -o $G/v4cuda.dsfa
   build/bin/dsf-compile models/deepseek-v4-tiny --no-kv-quant --target=cpu -o $G/v4cpu.dsfa
@@ -388,6 +390,19 @@ PY
     $C $OUT/ib.logits --sequence $s --against $OUT/is$s.logits --exact || true
     $C $OUT/ib-launched.logits --sequence $s --against $OUT/ib.logits --exact || true
   done
+  # Programmatic dependent launch changes when a kernel starts, never what
+  # it computes: the batch, replayed and launched, and a prompt with its
+  # decode equal bit for bit those of the artifact whose kernels do not wait
+  # (--no-programmatic-launch) and of this one with the switch off.
+  P="$G/cuda-invariant-plain.dsfa --weights $G/weights.safetensors"
+  $R $P --batch-prompts /tmp/bprompts --dump-logits $OUT/pb.logits --timing
+  DSF_CUDA_PROGRAMMATIC_LAUNCH=0 $R $I --batch-prompts /tmp/bprompts --dump-logits $OUT/ib-off.logits --timing
+  for s in 0 1 2 3 4 5; do
+    $C $OUT/ib.logits --sequence $s --against $OUT/pb.logits --exact || true
+    $C $OUT/ib-off.logits --sequence $s --against $OUT/pb.logits --exact || true
+  done
+  $R $P --prompt-ids @/tmp/bp2 --max-new-tokens ${news[2]} --dump-logits $OUT/ps2.logits
+  $C $OUT/is2.logits --against $OUT/ps2.logits --exact || true
   $R $G/cpu.dsfa --weights $G/weights.safetensors --batch-prompts /tmp/bprompts --dump-logits $OUT/cb.logits
   $R $G/cuda.dsfa --weights $G/weights.safetensors --batch-prompts /tmp/bprompts --dump-logits $OUT/gb.logits --timing
   # The default batch against the CPU's, quantizers on: each sequence's

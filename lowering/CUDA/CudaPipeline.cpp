@@ -57,6 +57,9 @@ LogicalResult mlir::dsf::buildCudaPipelineFromLinalg(OpPassManager &pm, const Cu
   // proves the host code dereferences no device buffer: the runtime then
   // queues the kernels without synchronizing between them. The tiled
   // kernels' and the attention's cp.async copies (nvgpu) become NVVM inside each gpu.module.
+  // Once merged, every kernel begins by waiting for the grid before it
+  // (dsf-gpu-grid-dependency-control), so the runtime may launch it while
+  // that grid's last blocks run.
   std::string cpAsync = options.tileCpAsync ? "true" : "false";
   std::string bf16Copies = options.tileBf16Copies ? "true" : "false";
   std::string text = "canonicalize,convert-bufferization-to-memref,dsf-copies-to-linalg,dsf-gpu-fuse-mhc,dsf-gpu-select-topk,dsf-gpu-route-experts,dsf-gpu-sink-attention{batch-invariant=" + invariant +
@@ -72,7 +75,7 @@ LogicalResult mlir::dsf::buildCudaPipelineFromLinalg(OpPassManager &pm, const Cu
                      "convert-linalg-to-parallel-loops,"
                      "dsf-tile-parallel-loops{threads=128},"
                      "func.func(gpu-map-parallel-loops{mapping-policy=innermost-first}),convert-parallel-loops-to-gpu,dsf-sink-globals-into-kernels,gpu-launch-sink-index-computations,"
-                     "gpu-kernel-outlining,dsf-name-kernels,dsf-align-workgroup-buffers,dsf-place-buffers,dsf-merge-kernel-modules,convert-scf-to-cf,"
+                     "gpu-kernel-outlining,dsf-name-kernels,dsf-align-workgroup-buffers,dsf-place-buffers,dsf-merge-kernel-modules," + std::string(options.programmaticLaunch ? std::string("dsf-gpu-grid-dependency-control{launch-dependents-at-entry=") + (options.launchDependentsAtEntry ? "true" : "false") + "}," : "") + "convert-scf-to-cf,"
                      "expand-strided-metadata,nvvm-attach-target{chip=" + options.chip +
                      " features=+ptx80 O=3},lower-affine,"
                      "gpu.module(convert-nvgpu-to-nvvm,convert-gpu-to-nvvm,canonicalize,cse,reconcile-unrealized-casts),"

@@ -18,8 +18,18 @@ bool switchOn(const char *name);
 /// with the reason, without a driver or a device.
 bool ensureDriver(std::string &error);
 std::string deviceName();
-/// Kernels launched so far (for --timing).
+/// Kernels launched so far (for --timing), and how many of them with
+/// programmatic stream serialization (a kernel of a module marked by the
+/// compiler's dsf-gpu-grid-dependency-control, cuLaunchKernelEx in the
+/// driver, DSF_CUDA_PROGRAMMATIC_LAUNCH not 0).
 uint64_t launchCount();
+uint64_t programmaticLaunchCount();
+/// Whether a batched step of `sequences` should take programmatic launch
+/// (DSF_CUDA_PROGRAMMATIC_LAUNCH=N: up to N, default 1), and the switch the
+/// batch sets around the launches (or capture) of a step: while false,
+/// every kernel is launched plainly.
+bool programmaticLaunchSuits(int64_t sequences);
+void allowProgrammaticLaunch(bool allowed);
 /// Seconds spent in the driver's cuMemAlloc and cuMemFree so far, and how
 /// many calls (the pool's misses and trims).
 double allocSeconds();

@@ -241,6 +241,7 @@ HostModel::~HostModel() {
 }
 
 uint64_t HostModel::kernelLaunches() { return cuda::launchCount(); }
+uint64_t HostModel::programmaticKernelLaunches() { return cuda::programmaticLaunchCount(); }
 
 namespace {
 HostModel::CallTimes &callTimesSoFar() {

@@ -148,6 +148,17 @@ cl::opt<bool> bf16Copies("bf16-copies",
                                   "copy made before them rather than rounding it in each column tile (the same "
                                   "sums either way; off by default: bench/results/gpu-narrow-expert-tiles.md)"),
                          cl::cat(dsfCategory));
+cl::opt<bool> noProgrammaticLaunch(
+    "no-programmatic-launch",
+    cl::desc("--target=cuda: leave out the wait for the kernel before that every kernel begins with, so that the "
+             "runtime launches each only after the one before has completed (by default a kernel's launch "
+             "overlaps the end of the one before: programmatic dependent launch, sm_90)"),
+    cl::cat(dsfCategory));
+cl::opt<std::string> launchDependents(
+    "launch-dependents",
+    cl::desc("--target=cuda: when a kernel lets the next one be scheduled: at-entry (right after its wait) or "
+             "at-exit (as its blocks exit)"),
+    cl::init("at-entry"), cl::cat(dsfCategory));
 cl::opt<bool> noBatchDecode("no-batch-decode",
                             cl::desc("--target: leave out @batch_decode (one decode step for a batch of sequences, "
                                      "their state in slots updated in place; about a quarter of the compile time)"),
@@ -236,6 +247,8 @@ int compileArtifact(mlir::ModuleOp module, const dsf::ModelConfig &config,
   cudaOptions.tileSplitMinRows = tileSplitMinRows;
   cudaOptions.tileCpAsync = !noCpAsync;
   cudaOptions.tileBf16Copies = bf16Copies;
+  cudaOptions.programmaticLaunch = !noProgrammaticLaunch;
+  cudaOptions.launchDependentsAtEntry = launchDependents == "at-entry";
   // A bf16 build's prefill attention is bf16 too (its activations are); the
   // f32-family builds keep f32 attention unless asked.
   cudaOptions.attentionMmaMinTokens =
@@ -366,6 +379,15 @@ int main(int argc, char **argv) {
     return error("--attention-mma-min-batch chooses the attention kernels of --target=cuda");
   if (noCpAsync && tileMath != "bf16")
     return error("--no-cp-async chooses how the bf16 tiles are staged: it needs --target=cuda --tile-math=bf16");
+  if (launchDependents != "at-entry" && launchDependents != "at-exit")
+    return error("--launch-dependents: expected at-entry or at-exit, not '" + launchDependents + "'");
+  if (noProgrammaticLaunch && target != "cuda")
+    return error("--no-programmatic-launch chooses how the kernels of --target=cuda are launched");
+  if (launchDependents.getNumOccurrences() && target != "cuda")
+    return error("--launch-dependents chooses how the kernels of --target=cuda are launched");
+  if (launchDependents.getNumOccurrences() && noProgrammaticLaunch)
+    return error("--launch-dependents chooses when a kernel lets the next one launch: it has no meaning with "
+                 "--no-programmatic-launch");
   if (bf16Copies && (tileMath != "bf16" || noCpAsync))
     return error("--bf16-copies chooses what the cp.async bf16 tiles stage: it needs --target=cuda "
                  "--tile-math=bf16 without --no-cp-async");

@@ -379,6 +379,7 @@ int runBatch(const HostModel &model, const std::vector<std::vector<int32_t>> &pr
 
   // Steps until every sequence has its tokens.
   uint64_t launchesBefore = HostModel::kernelLaunches();
+  uint64_t programmaticBefore = HostModel::programmaticKernelLaunches();
   auto start = std::chrono::steady_clock::now();
   int64_t steps = 0, tokens = 0;
   std::vector<double> stepSeconds;
@@ -422,6 +423,7 @@ int runBatch(const HostModel &model, const std::vector<std::vector<int32_t>> &pr
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   uint64_t launches = HostModel::kernelLaunches() - launchesBefore;
+  uint64_t programmatic = HostModel::programmaticKernelLaunches() - programmaticBefore;
   if (!dumpPath.empty()) {
     std::vector<int32_t> allIds, allPositions, owner, offsets{0};
     std::vector<float> allRows;
@@ -462,6 +464,9 @@ int runBatch(const HostModel &model, const std::vector<std::vector<int32_t>> &pr
     if (st.graphReplays)
       std::fprintf(stderr, "; CUDA graphs: %llu captured, %llu steps replayed",
                    static_cast<unsigned long long>(st.graphCaptures), static_cast<unsigned long long>(st.graphReplays));
+    if (launches)
+      std::fprintf(stderr, "; %llu of the %llu launches programmatic (overlapping the kernel before)",
+                   static_cast<unsigned long long>(programmatic), static_cast<unsigned long long>(launches));
     std::fprintf(stderr, "; state %.1f MB (%lld bytes, the caches' pages %lld); %lld admitted in %.3f ms\n",
                  double(st.stateBytes) / 1e6, static_cast<long long>(st.stateBytes),
                  static_cast<long long>(st.pageBytes), static_cast<long long>(admitted), 1000.0 * admitSeconds);

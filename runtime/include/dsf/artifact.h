@@ -36,6 +36,13 @@ inline constexpr char kArtifactMagic[8] = {'D', 'S', 'F', 'A', '\r', '\n', '\x1a
 // 2: entry points take and return their sequence's state ("state:NAME").
 inline constexpr uint32_t kArtifactVersion = 2;
 
+/// The global a CUDA kernel module defines when every kernel in it begins by
+/// waiting for the grids before it (griddepcontrol.wait; the compiler's
+/// dsf-gpu-grid-dependency-control): the runtime may then launch those
+/// kernels with programmatic stream serialization, their launch overlapping
+/// the end of the kernel before them. A module without it is launched plainly.
+inline constexpr char kGridDependencyMarker[] = "dsf_grid_dependency_control";
+
 enum class SectionKind : uint32_t { Manifest = 1, HostKernels = 2 };
 
 uint64_t fnv1a64(const void *data, size_t size);

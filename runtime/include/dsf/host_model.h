@@ -139,8 +139,11 @@ public:
   bool pinHostMemory(const void *p, size_t bytes) const;
   void unpinHostMemory(const void *p) const;
 
-  /// GPU kernels launched by this process so far (0 on the CPU).
+  /// GPU kernels launched by this process so far (0 on the CPU), and how
+  /// many of them overlapped the kernel before them (programmatic dependent
+  /// launch: kernels the compiler made wait for the grid before them).
   static uint64_t kernelLaunches();
+  static uint64_t programmaticKernelLaunches();
 
   /// Where this process's calls spent their wall time so far, in seconds
   /// (dsf-run --timing): staging the inputs; running the compiled host code
