@@ -62,6 +62,24 @@ def StateInPlace : Pass<"dsf-state-in-place", "::mlir::ModuleOp"> {
   }];
 }
 
+def FoldRoundTripCopies : Pass<"dsf-fold-round-trip-copies", "::mlir::ModuleOp"> {
+  let summary = "Ops update a buffer in place of the fresh copy that is copied back to it";
+  let description = [{
+    Runs after one-shot bufferization, before the deallocations are placed.
+    A `memref.copy` of a buffer S into a fresh allocation T, later copied
+    back (`memref.copy T, S`), where every op between touches T only through
+    identity indexing maps (linalg ops) and nothing that may alias S: the
+    ops take S in T's place and both copies and T go. (RoPE's odd channels:
+    bufferization stages them so, the even ones updated in place beside
+    them.) Two buffers are apart when they come from different allocations
+    (or an allocation and an argument), or are strided views of one dense
+    buffer whose offsets differ in one dimension by less than its stride;
+    anything else is taken to alias, and the copies stay. The values
+    computed are the same bit for bit.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def NameConstants : Pass<"dsf-name-constants", "::mlir::ModuleOp"> {
   let summary = "Name bufferization's constant globals in the order of their first use";
   let description = [{

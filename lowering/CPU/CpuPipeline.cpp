@@ -21,12 +21,14 @@ LogicalResult mlir::dsf::buildBufferization(OpPassManager &pm) {
   // (dsf-state-in-place). The scatters into those slots (scf.forall) become
   // parallel loops, as linalg's do. The constants' globals get names in the
   // order of their first use (dsf-name-constants: the same model, the same
-  // bytes). Ownership-based deallocation frees every
+  // bytes). A buffer bufferization staged through a copy only to copy it
+  // back is updated in place (dsf-fold-round-trip-copies: RoPE's odd
+  // channels). Ownership-based deallocation frees every
   // intermediate buffer; an entry point's results are the caller's to free.
   if (failed(parsePassPipeline("canonicalize,"
                                "one-shot-bufferize{bufferize-function-boundaries=1 "
                                "function-boundary-type-conversion=identity-layout-map},"
-                               "drop-equivalent-buffer-results,dsf-state-in-place,dsf-name-constants,"
+                               "drop-equivalent-buffer-results,dsf-state-in-place,dsf-name-constants,dsf-fold-round-trip-copies,"
                                "func.func(scf-forall-to-parallel)",
                                pm)))
     return failure();

@@ -590,10 +590,7 @@ bool Batch::step(const std::vector<int32_t> &ids, std::vector<float> &logits, st
   std::vector<int64_t> results;
   bool replay = false;
   // A graph keeps the launches it captured: the choice is made per shape.
-  struct ProgrammaticScope {
-    explicit ProgrammaticScope(bool on) { cuda::allowProgrammaticLaunch(on); }
-    ~ProgrammaticScope() { cuda::allowProgrammaticLaunch(true); }
-  } programmatic(!b.cuda || cuda::programmaticLaunchSuits(n));
+  cuda::ProgrammaticLaunchScope programmatic(b.cuda, n);
   if (b.cuda && b.graphs && !plan->graph) {
     // Capture: the copies of the inputs and every launch, not run.
     std::string why;

@@ -146,7 +146,7 @@ struct Driver {
   bool noPool = false;           // DSF_CUDA_POOL=0
   std::string profilePath;       // DSF_CUDA_PROFILE=FILE
   bool programmaticLaunch = false;   // cuLaunchKernelEx bound, DSF_CUDA_PROGRAMMATIC_LAUNCH not 0
-  int64_t programmaticMaxBatch = 1;  // DSF_CUDA_PROGRAMMATIC_LAUNCH=N: batched steps of up to N sequences
+  int64_t programmaticMaxTokens = 1;  // DSF_CUDA_PROGRAMMATIC_LAUNCH=N: calls of up to N token rows
   bool programmaticAllowed = true;   // allowProgrammaticLaunch: the work being queued may take it
   void *eventStart = nullptr, *eventStop = nullptr;
 };
@@ -346,20 +346,21 @@ bool ensureDriver(std::string &error) {
   d.poison = switchOn("DSF_CUDA_POISON");
   const char *pool = std::getenv("DSF_CUDA_POOL");
   d.noPool = pool && std::string(pool) == "0";
-  // DSF_CUDA_PROGRAMMATIC_LAUNCH: 0 never; N (default 1) in single-sequence
-  // calls and batched steps of up to N sequences. On the 40-layer
-  // V4.1-shaped model it took a step of 1 from 15.07 to 14.67 ms but one of
-  // 8 or 64 sequences 2 % slower (bench/results/gpu-programmatic-launch.md).
+  // DSF_CUDA_PROGRAMMATIC_LAUNCH: 0 never; N (default 1) in calls of up to
+  // N token rows (a batched step's are its sequences). On the 40-layer
+  // V4.1-shaped model it took a step of 1 from 15.07 to 14.67 ms, but gained
+  // nothing at 8 or 64 sequences and lost 8 % on an 8,192-token prefill
+  // (bench/results/gpu-programmatic-launch.md).
   d.programmaticLaunch = d.cuLaunchKernelEx && d.cuModuleGetGlobal;
   if (const char *programmatic = std::getenv("DSF_CUDA_PROGRAMMATIC_LAUNCH"); programmatic && *programmatic) {
     char *end = nullptr;
     long long limit = std::strtoll(programmatic, &end, 10);
     if (*end || limit < 0) {
-      error = std::string("DSF_CUDA_PROGRAMMATIC_LAUNCH: expected 0 (never) or the most sequences of a batched "
-                          "step launched so, not '") + programmatic + "'";
+      error = std::string("DSF_CUDA_PROGRAMMATIC_LAUNCH: expected 0 (never) or the most token rows of a call "
+                          "launched so (a batched step's are its sequences), not '") + programmatic + "'";
       return false;
     }
-    d.programmaticMaxBatch = limit;
+    d.programmaticMaxTokens = limit;
     d.programmaticLaunch = d.programmaticLaunch && limit > 0;
   }
   if (const char *profile = std::getenv("DSF_CUDA_PROFILE"); profile && *profile) {
@@ -379,7 +380,7 @@ bool ensureDriver(std::string &error) {
 std::string deviceName() { return driver().device; }
 uint64_t launchCount() { return launches; }
 uint64_t programmaticLaunchCount() { return programmaticLaunches; }
-bool programmaticLaunchSuits(int64_t sequences) { return sequences <= driver().programmaticMaxBatch; }
+bool programmaticLaunchSuits(int64_t tokens) { return tokens <= driver().programmaticMaxTokens; }
 void allowProgrammaticLaunch(bool allowed) { driver().programmaticAllowed = allowed; }
 double allocSeconds() { return allocTime.seconds; }
 uint64_t allocCalls() { return allocTime.calls; }

@@ -24,12 +24,30 @@ std::string deviceName();
 /// driver, DSF_CUDA_PROGRAMMATIC_LAUNCH not 0).
 uint64_t launchCount();
 uint64_t programmaticLaunchCount();
-/// Whether a batched step of `sequences` should take programmatic launch
-/// (DSF_CUDA_PROGRAMMATIC_LAUNCH=N: up to N, default 1), and the switch the
-/// batch sets around the launches (or capture) of a step: while false,
-/// every kernel is launched plainly.
-bool programmaticLaunchSuits(int64_t sequences);
+/// Whether a call of `tokens` token rows (a batched step's are its
+/// sequences) should take programmatic launch (DSF_CUDA_PROGRAMMATIC_LAUNCH=N:
+/// up to N, default 1), and the switch set around the launches (or capture)
+/// of a call: while false, every kernel is launched plainly.
+bool programmaticLaunchSuits(int64_t tokens);
 void allowProgrammaticLaunch(bool allowed);
+/// Programmatic launch while alive only if a call of `tokens` rows suits it
+/// (nothing on the CPU).
+class ProgrammaticLaunchScope {
+public:
+  ProgrammaticLaunchScope(bool cuda, int64_t tokens) : cuda_(cuda) {
+    if (cuda_)
+      allowProgrammaticLaunch(programmaticLaunchSuits(tokens));
+  }
+  ~ProgrammaticLaunchScope() {
+    if (cuda_)
+      allowProgrammaticLaunch(true);
+  }
+  ProgrammaticLaunchScope(const ProgrammaticLaunchScope &) = delete;
+  ProgrammaticLaunchScope &operator=(const ProgrammaticLaunchScope &) = delete;
+
+private:
+  bool cuda_;
+};
 /// Seconds spent in the driver's cuMemAlloc and cuMemFree so far, and how
 /// many calls (the pool's misses and trims).
 double allocSeconds();

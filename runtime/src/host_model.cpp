@@ -447,7 +447,12 @@ bool HostModel::run(const std::string &entryName, const std::vector<int32_t> &id
   times.stage += secondsSince(lap);
   double allocBefore = cuda::allocSeconds();
   uint64_t allocCallsBefore = cuda::allocCalls();
-  bound->function(args.data());
+  {
+    // A decode's kernels overlap the ends of the ones before them; a long
+    // prefill's large grids do not gain by it (DSF_CUDA_PROGRAMMATIC_LAUNCH).
+    cuda::ProgrammaticLaunchScope programmatic(cuda_, n);
+    bound->function(args.data());
+  }
   times.hostCode += secondsSince(lap);
   // The allocations' time and calls both of the host code alone.
   times.deviceAllocs += cuda::allocSeconds() - allocBefore;

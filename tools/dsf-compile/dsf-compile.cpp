@@ -296,10 +296,12 @@ int compileArtifact(mlir::ModuleOp module, const dsf::ModelConfig &config,
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
+  // The passes first: --mlir-print-ir-before=PASS and the like take their
+  // values from the passes registered when those options are made.
+  dsf::registerAllPasses();
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
   mlir::registerPassManagerCLOptions();
-  dsf::registerAllPasses();
   // --help lists dsf-compile's own options; LLVM's and MLIR's stay usable
   // (--help-hidden lists them).
   cl::HideUnrelatedOptions(dsfCategory);
