@@ -104,13 +104,35 @@ bool interleavedViewsApart(memref::SubViewOp a, memref::SubViewOp b) {
   return differing == 1;
 }
 
+/// Where a buffer's memory comes from, as far as apart() may rely on it:
+/// an allocation of its own (or a call's that returns one), a function's
+/// argument, or anything else (a loop's or a branch's result, a call that
+/// may return what it was given: it may be any buffer).
+enum class Origin { Fresh, Argument, Unknown };
+Origin originOf(Value root) {
+  if (isFreshAllocation(root))
+    return Origin::Fresh;
+  auto argument = dyn_cast<BlockArgument>(root);
+  if (argument && argument.getOwner()->isEntryBlock() && isa<func::FuncOp>(argument.getOwner()->getParentOp()))
+    return Origin::Argument;
+  return Origin::Unknown;
+}
+
 /// Whether `other` provably shares no element with `target`.
 bool apart(Value other, Value target) {
   if (other == target)
     return false;
   Value rootOther = rootOf(other), rootTarget = rootOf(target);
-  if (rootOther != rootTarget)
-    return isFreshAllocation(rootOther) || isFreshAllocation(rootTarget);
+  if (rootOther != rootTarget) {
+    // Two allocations, or an allocation and an argument (which existed
+    // before it); arguments may alias each other, and two results of one
+    // call may be views of one allocation there.
+    Origin a = originOf(rootOther), b = originOf(rootTarget);
+    if (a == Origin::Unknown || b == Origin::Unknown || (a == Origin::Argument && b == Origin::Argument))
+      return false;
+    Operation *defOther = rootOther.getDefiningOp(), *defTarget = rootTarget.getDefiningOp();
+    return !(defOther && defOther == defTarget);
+  }
   auto viewOther = other.getDefiningOp<memref::SubViewOp>();
   auto viewTarget = target.getDefiningOp<memref::SubViewOp>();
   return viewOther && viewTarget && interleavedViewsApart(viewOther, viewTarget);

@@ -189,11 +189,13 @@ std::map<CUfunction, std::string> &kernelNames() {
   static std::map<CUfunction, std::string> names;
   return names;
 }
-/// The modules that define dsf::rt::kGridDependencyMarker, and their
-/// functions: each begins by waiting for the grids before it, so it may be
-/// launched with programmatic stream serialization.
-std::set<CUmodule> &waitingModules() {
-  static std::set<CUmodule> modules;
+/// The modules that define dsf::rt::kGridDependencyMarker, each with the
+/// functions taken from it (forgotten with it when it is unloaded, so a
+/// handle the driver reuses for another module's function is not taken for
+/// one of them), and those functions: each begins by waiting for the grids
+/// before it, so it may be launched with programmatic stream serialization.
+std::map<CUmodule, std::vector<CUfunction>> &waitingModules() {
+  static std::map<CUmodule, std::vector<CUfunction>> modules;
   return modules;
 }
 std::set<CUfunction> &waitingFunctions() {
@@ -846,13 +848,17 @@ void *mgpuModuleLoad(void *data, size_t /*size*/) {
   size_t markerBytes = 0;
   if (driver().programmaticLaunch &&
       driver().cuModuleGetGlobal(&marker, &markerBytes, module, ::dsf::rt::kGridDependencyMarker) == 0)
-    waitingModules().insert(module);
+    waitingModules().emplace(module, std::vector<CUfunction>{});
   return module;
 }
 
 void mgpuModuleUnload(void *module) {
   if (module && driver().ready) {
-    waitingModules().erase(module);
+    if (auto waiting = waitingModules().find(module); waiting != waitingModules().end()) {
+      for (CUfunction function : waiting->second)
+        waitingFunctions().erase(function);
+      waitingModules().erase(waiting);
+    }
     driver().cuModuleUnload(module);
   }
 }
@@ -868,8 +874,10 @@ void *mgpuModuleGetFunction(void *module, const char *name) {
     record(std::string("cuModuleGetFunction(") + name + "): " + errorName(r));
   else {
     kernelNames()[function] = name;
-    if (waitingModules().count(module))
+    if (auto waiting = waitingModules().find(module); waiting != waitingModules().end()) {
+      waiting->second.push_back(function);
       waitingFunctions().insert(function);
+    }
   }
   return function;
 }

@@ -210,3 +210,30 @@ func.func @call_results(%x: memref<?xf32>, %n: index) -> (memref<?xf32>, memref<
   memref.copy %t2, %q : memref<?xf32> to memref<?xf32>
   return %r, %q : memref<?xf32>, memref<?xf32>
 }
+
+// -----
+
+// A buffer that may be the allocation staged (a call that returns what it
+// was given) is written between the copies: the copies stay.
+#id8 = affine_map<(d0) -> (d0)>
+func.func private @returns_argument(%x: memref<16xf32>) -> memref<16xf32> {
+  return %x : memref<16xf32>
+}
+// CHECK-LABEL: func @may_be_the_allocation
+// CHECK: memref.copy
+// CHECK: linalg.generic
+// CHECK: memref.copy
+func.func @may_be_the_allocation() -> memref<16xf32> {
+  %a = memref.alloc() : memref<16xf32>
+  %q = call @returns_argument(%a) : (memref<16xf32>) -> memref<16xf32>
+  %t = memref.alloc() : memref<16xf32>
+  memref.copy %a, %t : memref<16xf32> to memref<16xf32>
+  linalg.generic {indexing_maps = [#id8, #id8], iterator_types = ["parallel"]}
+      outs(%q, %t : memref<16xf32>, memref<16xf32>) {
+  ^bb0(%u: f32, %v: f32):
+    %s = arith.addf %u, %v : f32
+    linalg.yield %s, %s : f32, f32
+  }
+  memref.copy %t, %a : memref<16xf32> to memref<16xf32>
+  return %a : memref<16xf32>
+}
