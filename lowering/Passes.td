@@ -383,9 +383,20 @@ def GpuBlockReduce : Pass<"dsf-gpu-block-reduce", "::mlir::ModuleOp"> {
     traced), at 1,024 they do. When the output was filled with the
     combination's identity just before (a norm's zeroed sum), lane 0 writes
     the total without reading the output and the fill goes: a launch less.
+    With `fuse-consumers` (the default), the next generic with a memory
+    effect other than an allocation, when it is all parallel, reads the
+    output only through the projection onto the reduction's parallel
+    dimensions (d0 .. dp-1), does not read its own output, writes no view
+    of the reduction's operands, and has static trailing dimensions of at
+    most 16,384 points (an RMSNorm's scaling), runs in the same block after
+    a barrier: each thread its points in strides of 256, the body cloned,
+    at the consumer's place. The values are the two kernels' bit for bit;
+    a norm is one launch.
   }];
   let options = [Option<"minSumPoints", "min-sum-points", "int64_t", "256",
-                        "Static reduction length from which float sums run as a block per output">];
+                        "Static reduction length from which float sums run as a block per output">,
+                 Option<"fuseConsumers", "fuse-consumers", "bool", "true",
+                        "Compute the elementwise generic that reads the result row by row in the same block">];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::affine::AffineDialect"];
 }

@@ -9,6 +9,10 @@
 // shared memory. Order-free combinations (an integer sum, a float max or
 // min) are exact; float sums of a static length from `min-sum-points` add
 // in another order than the CPU's, the same for any number of tokens.
+// An elementwise generic right after that reads the result broadcast over
+// its trailing dimensions (an RMSNorm's scaling by its row's sum of
+// squares) runs in the same block once the result is written: one launch
+// a norm rather than two, the same values bit for bit.
 //
 //===----------------------------------------------------------------------===//
 #include "lowering/CUDA/TiledKernels.h"
@@ -72,9 +76,72 @@ Operation *blockCombiner(linalg::GenericOp g, int64_t minSumPoints) {
   return nullptr;
 }
 
+/// Points of a row of the consumer a block computes at most: 64 a thread,
+/// so that a consumer over a long row (one token's logits) keeps a kernel
+/// of its own with a thread per element.
+constexpr int64_t kConsumerRowPointsAtMost = 64 * kThreads;
+
+/// The generic that consumes `g`'s result row by row, for the same block
+/// to compute once the result is written; else null. It is the next op
+/// with a memory effect other than an allocation (so it finds every
+/// buffer as `g` left it, and moving `g` down to it changes nothing), all
+/// parallel, one output neither (a view of) `g`'s output nor of `g`'s
+/// inputs (a block then writes only its row's elements, after its row's
+/// reduction; it may not overwrite another row's input), and it reads
+/// `g`'s output only through the map (d0 .. dn) -> (d0 .. dp-1) of `g`'s p
+/// parallel dimensions, its body not reading its own output; its other
+/// dimensions are static, at most kConsumerRowPointsAtMost points.
+linalg::GenericOp rowConsumer(linalg::GenericOp g) {
+  Value output = g.getDpsInits()[0];
+  unsigned parallel = g.getNumParallelLoops();
+  linalg::GenericOp c;
+  for (Operation *op = g->getNextNode(); op; op = op->getNextNode()) {
+    if (isMemoryEffectFree(op))
+      continue;
+    if (auto effects = dyn_cast<MemoryEffectOpInterface>(op); effects && !op->getNumRegions()) {
+      SmallVector<MemoryEffects::EffectInstance> list;
+      effects.getEffects(list);
+      if (llvm::all_of(list, [](const MemoryEffects::EffectInstance &e) { return isa<MemoryEffects::Allocate>(e.getEffect()); }))
+        continue;
+    }
+    c = dyn_cast<linalg::GenericOp>(op);
+    break;
+  }
+  if (!c || insideKernel(c) || !c.hasPureBufferSemantics() || c.getNumDpsInits() != 1 ||
+      c.getNumReductionLoops() != 0 || c.getNumLoops() < parallel)
+    return {};
+  Value result = c.getDpsInits()[0];
+  if (viewRoot(result) == viewRoot(output) ||
+      llvm::any_of(g.getDpsInputs(), [&](Value in) { return viewRoot(in) == viewRoot(result); }))
+    return {};
+  Block &body = c.getRegion().front();
+  if (!body.getArguments().back().use_empty() ||
+      !c.getMatchingIndexingMap(c.getDpsInitOperand(0)).isProjectedPermutation())
+    return {};
+  AffineMap row = AffineMap::getMultiDimIdentityMap(c.getNumLoops(), c.getContext()).getMajorSubMap(parallel);
+  bool reads = false;
+  for (OpOperand *in : c.getDpsInputOperands()) {
+    if (viewRoot(in->get()) != viewRoot(output))
+      continue;
+    if (in->get() != output || c.getMatchingIndexingMap(in) != row)
+      return {};
+    reads = true;
+  }
+  if (!reads)
+    return {};
+  int64_t points = 1;
+  SmallVector<int64_t> ranges = llvm::cast<linalg::LinalgOp>(c.getOperation()).getStaticLoopRanges();
+  for (unsigned i = parallel; i < ranges.size(); ++i) {
+    if (ShapedType::isDynamic(ranges[i]))
+      return {};
+    points *= ranges[i];
+  }
+  return points <= kConsumerRowPointsAtMost ? c : linalg::GenericOp();
+}
+
 struct GpuBlockReducePass : impl::GpuBlockReduceBase<GpuBlockReducePass> {
   using GpuBlockReduceBase::GpuBlockReduceBase;
-  void rewrite(linalg::GenericOp g, Operation *combineOp) {
+  void rewrite(linalg::GenericOp g, Operation *combineOp, linalg::GenericOp consumer) {
     OpBuilder b(g);
     Location loc = g.getLoc();
     MLIRContext *ctx = b.getContext();
@@ -88,6 +155,18 @@ struct GpuBlockReducePass : impl::GpuBlockReduceBase<GpuBlockReducePass> {
     Type type = body.getArguments().back().getType();
     auto shared = MemRefType::get({kThreads / kWarp}, type, MemRefLayoutAttrInterface{},
                                   gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+    // The fill is found from the reduction's place, before the kernel moves
+    // down to its consumer's (only allocations lie between).
+    linalg::FillOp initialized = fillBefore(g, g.getDpsInits()[0]);
+    SmallVector<Value> consumerExtents;
+    Value consumerPoints;
+    if (consumer) {
+      b.setInsertionPoint(consumer);
+      consumerExtents = loopExtents(b, loc, consumer);
+      consumerPoints = idx(b, 1);
+      for (unsigned i = parallel; i < consumerExtents.size(); ++i)
+        consumerPoints = arith::MulIOp::create(b, loc, consumerPoints, consumerExtents[i]);
+    }
     auto launch = gpu::LaunchOp::create(b, loc, outputs, idx(b, 1), idx(b, 1), idx(b, kThreads), idx(b, 1), idx(b, 1),
                                         nullptr, nullptr, ValueRange{}, TypeRange{shared});
     OpBuilder k = OpBuilder::atBlockEnd(&launch.getBody().front());
@@ -121,7 +200,6 @@ struct GpuBlockReducePass : impl::GpuBlockReduceBase<GpuBlockReducePass> {
     // maximum's -inf, an integer count's 0): the block's result is the
     // output's value, written without reading it, and the fill's kernel
     // goes (one of a norm's three launches).
-    linalg::FillOp initialized = fillBefore(g, g.getDpsInits()[0]);
     if (initialized) {
       Attribute fillValue, identityValue;
       if (!matchPattern(initialized.getDpsInputs()[0], m_Constant(&fillValue)) ||
@@ -185,10 +263,41 @@ struct GpuBlockReducePass : impl::GpuBlockReduceBase<GpuBlockReducePass> {
       }
       memref::StoreOp::create(w, loc, combined, output, outIndex);
     }
+    if (consumer) {
+      // The block's row of the consumer once lane 0 has written the result
+      // (a barrier makes a block's global writes visible to the block):
+      // its points in strides of 256, the body cloned with its inputs loaded.
+      gpu::BarrierOp::create(k, loc);
+      Block &consumerBody = consumer.getRegion().front();
+      scf::ForOp::create(k, loc, tid, consumerPoints, idx(k, kThreads), ValueRange{},
+                         [&](OpBuilder &o, Location l, Value point, ValueRange) {
+                           SmallVector<Value> at(index.begin(), index.begin() + parallel);
+                           at.resize(consumerExtents.size());
+                           Value r = point;
+                           for (unsigned i = consumerExtents.size(); i-- > parallel;) {
+                             at[i] = arith::RemUIOp::create(o, l, r, consumerExtents[i]);
+                             r = arith::DivUIOp::create(o, l, r, consumerExtents[i]);
+                           }
+                           IRMapping m;
+                           mapInputsAt(o, l, consumer, at, m);
+                           SmallVector<Operation *> ops;
+                           for (Operation &op : consumerBody.without_terminator())
+                             ops.push_back(&op);
+                           cloneAt(o, ops, at, m);
+                           Value value = m.lookup(consumerBody.getTerminator()->getOperand(0));
+                           SmallVector<Value> outIndex;
+                           for (AffineExpr e : consumer.getMatchingIndexingMap(consumer.getDpsInitOperand(0)).getResults())
+                             outIndex.push_back(at[llvm::cast<AffineDimExpr>(e).getPosition()]);
+                           memref::StoreOp::create(o, l, value, consumer.getDpsInits()[0], outIndex);
+                           scf::YieldOp::create(o, l);
+                         });
+    }
     gpu::TerminatorOp::create(k, loc);
     g.erase();
     if (initialized)
       initialized.erase();
+    if (consumer)
+      consumer.erase();
   }
 
   void runOnOperation() override {
@@ -199,8 +308,13 @@ struct GpuBlockReducePass : impl::GpuBlockReduceBase<GpuBlockReducePass> {
       if (Operation *c = blockCombiner(g, minSumPoints))
         found.push_back({g, c});
     });
+    // Consumers are found before any rewrite: a consumer that is itself a
+    // reduction this pass takes is never one (it is all parallel).
+    SmallVector<linalg::GenericOp> consumers;
     for (auto &[g, c] : found)
-      rewrite(g, c);
+      consumers.push_back(fuseConsumers ? rowConsumer(g) : linalg::GenericOp());
+    for (auto [found, consumer] : llvm::zip(found, consumers))
+      rewrite(found.first, found.second, consumer);
   }
 };
 } // namespace

@@ -48,13 +48,13 @@ std::optional<int64_t> staticExtent(Value v) {
   return std::nullopt;
 }
 
-/// The buffer a view is of (through subviews, casts, reshapes).
+} // namespace
+
 Value viewRoot(Value v) {
   while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
     v = view.getViewSource();
   return v;
 }
-} // namespace
 
 linalg::FillOp fillBefore(linalg::GenericOp g, Value buffer) {
   // An input that is (a view of) the buffer would read the fill's values.

@@ -60,6 +60,9 @@ void clearBody(Block &body);
 /// dynamic) and `element`: a bufferized helper argument or result.
 bool isIdentityBuffer(Type type, ArrayRef<int64_t> shape, Type element);
 
+/// The buffer a view is of (through subviews, casts, reshapes).
+Value viewRoot(Value v);
+
 /// The linalg.fill of `buffer` when it is the last op before `g` with a
 /// memory effect other than an allocation (so that `g` finds `buffer` as
 /// the fill left it) and no input of `g` is (a view of) `buffer`; else

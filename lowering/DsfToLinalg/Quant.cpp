@@ -8,6 +8,11 @@
 // caches, Slots.cpp), packed as the runtime's codecs pack a row (the codes,
 // then a scale byte a block) and decoded where it is read: the same values
 // bit for bit, in a quarter (FP8) or an eighth (FP4) of the bytes.
+// Either is one generic: each element (or byte) computes its block's scale
+// in its body, from a loop over the block (blockScaleAt), so that a
+// quantizer is one kernel on the GPU rather than a fill, an amax
+// reduction, the scales and the rounding (and for packed rows the scale
+// bytes and two copies into the row).
 // Supported: E4M3 or E2M1 elements with 1-D UE8M0 or E4M3 block scales (the
 // window, the index keys and queries, the compressed KV), V4's rows with a
 // bf16 tail, plain bf16; 2-D block scales fail to legalize by name.
@@ -86,48 +91,45 @@ Value e2m1Round(OpBuilder &b, Location loc, Value x) {
   return math::CopySignOp::create(b, loc, value, x);
 }
 
-/// The scale of each block of x's last axis ([..., width / block] f32):
-/// UE8M0 from the block's amax, or NVFP4's E4M3.
-Value blockScales(OpBuilder &b, Location loc, Value x, QuantAttr format) {
-  MLIRContext *ctx = b.getContext();
-  bool e4m3 = format.getElement() == ScalarFormat::e4m3, ue8m0 = format.getScale() == ScaleFormat::ue8m0;
+/// A block's scale from its amax: UE8M0, or NVFP4's E4M3.
+Value scaleOfAmax(OpBuilder &b, Location loc, Value amax, QuantAttr format) {
+  bool e4m3 = format.getElement() == ScalarFormat::e4m3;
+  if (format.getScale() == ScaleFormat::ue8m0)
+    return e4m3 ? ue8m0Scale(b, loc, amax, 448.0, 1e-4) : ue8m0Scale(b, loc, amax, 6.0, 6.0 * std::ldexp(1.0, -126));
+  // NVFP4's E4M3 scale, saturating at 448 (MODEL.md is silent; our choice).
+  Value s = arith::DivFOp::create(b, loc, arith::MaximumFOp::create(b, loc, amax, f32Const(b, loc, 6.0 * std::ldexp(1.0, -9))),
+                                  f32Const(b, loc, 6.0));
+  return e4m3Rne(b, loc, arith::MinimumFOp::create(b, loc, s, f32Const(b, loc, 448.0)));
+}
+
+/// The scale of block `blockIndex` of x's last axis at indices `at` of the
+/// other axes, for the body of a generic that captures x: its amax is a
+/// loop over the block's channels where the block's elements are rounded.
+/// A block is 16 or 32 channels, each read by every element of its block
+/// (from L1 on the GPU), in place of an amax reduction, a kernel of scales
+/// and the rounding as three kernels and a fill: the quantizers of a decode
+/// step are launch-bound. max is exact, so the amax is the reduction's bit
+/// for bit (NaN included: maximumf keeps it in any order).
+Value blockScaleAt(OpBuilder &b, Location loc, Value x, ValueRange at, Value blockIndex, QuantAttr format) {
   int64_t block = format.getBlockCols();
-  auto type = tensorType(x);
-  unsigned r = type.getRank();
-  int64_t width = type.getShape().back();
-  // amax per block: x viewed as [..., width / B, B], reduced over the last axis.
-  SmallVector<int64_t> blockShape(type.getShape().drop_back());
-  blockShape.push_back(width / block);
-  auto blockType = RankedTensorType::get(blockShape, b.getF32Type());
-  SmallVector<int64_t> viewShape(blockShape);
-  viewShape.push_back(block);
-  SmallVector<ReassociationIndices> groups;
+  Value first = arith::MulIOp::create(b, loc, blockIndex, indexConst(b, loc, block));
+  Value last = arith::AddIOp::create(b, loc, first, indexConst(b, loc, block));
+  auto amax = scf::ForOp::create(b, loc, first, last, indexConst(b, loc, 1), ValueRange{f32Const(b, loc, 0.0)},
+                                 [&](OpBuilder &nb, Location l, Value c, ValueRange acc) {
+                                   SmallVector<Value> index(at.begin(), at.end());
+                                   index.push_back(c);
+                                   Value v = tensor::ExtractOp::create(nb, l, x, index);
+                                   scf::YieldOp::create(nb, l, arith::MaximumFOp::create(nb, l, acc[0], math::AbsFOp::create(nb, l, v)).getResult());
+                                 });
+  return scaleOfAmax(b, loc, amax.getResult(0), format);
+}
+
+/// The generic's indices of every axis but the last.
+SmallVector<Value> leadingIndices(OpBuilder &b, Location loc, unsigned r) {
+  SmallVector<Value> at;
   for (unsigned d = 0; d + 1 < r; ++d)
-    groups.push_back({int64_t(d)});
-  groups.push_back({int64_t(r - 1), int64_t(r)});
-  SmallVector<OpFoldResult> viewSizes;
-  for (unsigned d = 0; d <= r; ++d)
-    viewSizes.push_back(ShapedType::isDynamic(viewShape[d])
-                            ? OpFoldResult(tensor::DimOp::create(b, loc, x, d).getResult())
-                            : OpFoldResult(b.getIndexAttr(viewShape[d])));
-  Value view = tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get(viewShape, b.getF32Type()), x, groups,
-                                             viewSizes);
-  Value amax = linalg::GenericOp::create(
-                   b, loc, TypeRange{blockType}, ValueRange{view}, ValueRange{zeros(b, loc, blockType, x)},
-                   ArrayRef<AffineMap>{pick(ctx, r + 1, range(0, r + 1)), pick(ctx, r + 1, range(0, r))},
-                   iterators(r, 1),
-                   [&](OpBuilder &nb, Location l, ValueRange a) {
-                     linalg::YieldOp::create(nb, l, arith::MaximumFOp::create(nb, l, a[1], math::AbsFOp::create(nb, l, a[0])).getResult());
-                   })
-                   .getResult(0);
-  return elementwise(b, loc, ValueRange{amax}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-    if (ue8m0)
-      return e4m3 ? ue8m0Scale(nb, l, a[0], 448.0, 1e-4) : ue8m0Scale(nb, l, a[0], 6.0, 6.0 * std::ldexp(1.0, -126));
-    // NVFP4's E4M3 scale, saturating at 448 (MODEL.md is silent; our choice).
-    Value s = arith::DivFOp::create(nb, l, arith::MaximumFOp::create(nb, l, a[0], f32Const(nb, l, 6.0 * std::ldexp(1.0, -9))),
-                                    f32Const(nb, l, 6.0));
-    return e4m3Rne(nb, l, arith::MinimumFOp::create(nb, l, s, f32Const(nb, l, 448.0)));
-  });
+    at.push_back(linalg::IndexOp::create(b, loc, d));
+  return at;
 }
 
 /// x / scale clamped to the element format's range (448 or 6).
@@ -138,35 +140,47 @@ Value scaledElement(OpBuilder &b, Location loc, Value x, Value scale, bool e4m3)
                                    f32Const(b, loc, -limit));
 }
 
-/// The map (d0, ..., dr-1) -> (d0, ..., dr-2, last) of an r-D iteration.
-AffineMap lastAxisMap(MLIRContext *ctx, unsigned r, AffineExpr last) {
-  SmallVector<AffineExpr> exprs;
-  for (unsigned d = 0; d + 1 < r; ++d)
-    exprs.push_back(getAffineDimExpr(d, ctx));
-  exprs.push_back(last);
-  return AffineMap::get(r, 0, exprs, ctx);
+/// x rounded to bf16 (RNE), back in f32. With the bits rather than
+/// arith.truncf to bf16, which x86 lowers to a compiler-rt call (__truncsfbf2)
+/// the host kernels would have to carry; finite values only (the caches'):
+/// add 0x7fff plus the lowest kept bit, clear the 16 dropped bits.
+Value bf16RoundElement(OpBuilder &b, Location loc, Value x) {
+  Value bits = arith::BitcastOp::create(b, loc, b.getI32Type(), x);
+  Value keptLsb = arith::AndIOp::create(b, loc, arith::ShRUIOp::create(b, loc, bits, i32Const(b, loc, 16)), i32Const(b, loc, 1));
+  Value rounded = arith::AddIOp::create(b, loc, bits, arith::AddIOp::create(b, loc, keptLsb, i32Const(b, loc, 0x7fff)));
+  Value cleared = arith::AndIOp::create(b, loc, rounded, i32Const(b, loc, int32_t(0xffff0000u)));
+  return arith::BitcastOp::create(b, loc, b.getF32Type(), cleared);
 }
 
 /// Rounds each block of x's last axis to E4M3 / E2M1 with UE8M0 / E4M3
-/// scales; the decoded values.
+/// scales, the last `tail` channels of a row to bf16 (V4's KV rows); the
+/// decoded values, one generic (its blocks' scales in its body).
 Value blockQuantize(OpBuilder &b, Location loc, Value x, QuantAttr format) {
-  MLIRContext *ctx = b.getContext();
   bool e4m3 = format.getElement() == ScalarFormat::e4m3;
-  int64_t block = format.getBlockCols();
+  int64_t block = format.getBlockCols(), tail = format.getBf16Tail();
   auto type = tensorType(x);
   unsigned r = type.getRank();
-  Value scale = blockScales(b, loc, x, format);
-  AffineMap identity = pick(ctx, r, range(0, r));
-  return linalg::GenericOp::create(
-             b, loc, TypeRange{type}, ValueRange{x, scale}, ValueRange{emptyTensor(b, loc, type, x)},
-             ArrayRef<AffineMap>{identity, lastAxisMap(ctx, r, getAffineDimExpr(r - 1, ctx).floorDiv(block)), identity},
-             iterators(r),
-             [&](OpBuilder &nb, Location l, ValueRange a) {
-               Value scaled = scaledElement(nb, l, a[0], a[1], e4m3);
-               Value q = e4m3 ? e4m3Rne(nb, l, scaled) : e2m1Round(nb, l, scaled);
-               linalg::YieldOp::create(nb, l, arith::MulFOp::create(nb, l, q, a[1]).getResult());
-             })
-      .getResult(0);
+  int64_t width = type.getShape().back();
+  return elementwise(b, loc, ValueRange{x}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+    // The indices at the body's level: linalg.index belongs to the generic.
+    SmallVector<Value> at = leadingIndices(nb, l, r);
+    Value c = linalg::IndexOp::create(nb, l, r - 1);
+    auto rounded = [&](OpBuilder &rb) -> Value {
+      Value scale = blockScaleAt(rb, l, x, at, arith::DivUIOp::create(rb, l, c, indexConst(rb, l, block)), format);
+      Value scaled = scaledElement(rb, l, a[0], scale, e4m3);
+      Value q = e4m3 ? e4m3Rne(rb, l, scaled) : e2m1Round(rb, l, scaled);
+      return arith::MulFOp::create(rb, l, q, scale);
+    };
+    if (tail == 0)
+      return rounded(nb);
+    Value inBlocks = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, c, indexConst(nb, l, width - tail));
+    auto part = scf::IfOp::create(nb, l, TypeRange{nb.getF32Type()}, inBlocks, true);
+    OpBuilder tb = part.getThenBodyBuilder();
+    scf::YieldOp::create(tb, l, rounded(tb));
+    OpBuilder eb = part.getElseBodyBuilder();
+    scf::YieldOp::create(eb, l, bf16RoundElement(eb, l, a[0]));
+    return part.getResult(0);
+  });
 }
 
 // The bit helpers the decoders use (ScalarMath.h), for the encoders.
@@ -195,46 +209,10 @@ Value e2m1Code(OpBuilder &b, Location loc, Value x) {
   return arith::OrIOp::create(b, loc, e2m1Index(b, loc, x), mask(b, loc, shr(b, loc, bitsOf(b, loc, x), 28), 8));
 }
 
-/// x rounded to bf16 (RNE), back in f32. With the bits rather than
-/// arith.truncf to bf16, which x86 lowers to a compiler-rt call (__truncsfbf2)
-/// the host kernels would have to carry; finite values only (the caches'):
-/// add 0x7fff plus the lowest kept bit, clear the 16 dropped bits.
+/// x rounded to bf16 elementwise.
 Value bf16Round(OpBuilder &b, Location loc, Value x) {
-  return elementwise(b, loc, ValueRange{x}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-    Value bits = arith::BitcastOp::create(nb, l, nb.getI32Type(), a[0]);
-    Value keptLsb = arith::AndIOp::create(nb, l, arith::ShRUIOp::create(nb, l, bits, i32Const(nb, l, 16)), i32Const(nb, l, 1));
-    Value rounded = arith::AddIOp::create(nb, l, bits, arith::AddIOp::create(nb, l, keptLsb, i32Const(nb, l, 0x7fff)));
-    Value cleared = arith::AndIOp::create(nb, l, rounded, i32Const(nb, l, int32_t(0xffff0000u)));
-    return arith::BitcastOp::create(nb, l, nb.getF32Type(), cleared);
-  });
-}
-
-/// The slice of x's channels [from, from + count) (every other axis whole):
-/// offsets, sizes and strides for tensor.extract_slice / insert_slice.
-struct ChannelSlice {
-  SmallVector<OpFoldResult> offsets, sizes, strides;
-};
-ChannelSlice channels(OpBuilder &b, Location loc, Value x, int64_t from, int64_t count) {
-  auto type = tensorType(x);
-  ChannelSlice s;
-  for (int64_t d = 0; d < type.getRank(); ++d) {
-    bool last = d + 1 == type.getRank();
-    s.offsets.push_back(b.getIndexAttr(last ? from : 0));
-    s.sizes.push_back(last ? OpFoldResult(b.getIndexAttr(count))
-                           : type.isDynamicDim(d) ? OpFoldResult(tensor::DimOp::create(b, loc, x, d).getResult())
-                                                  : OpFoldResult(b.getIndexAttr(type.getDimSize(d))));
-    s.strides.push_back(b.getIndexAttr(1));
-  }
-  return s;
-}
-
-Value lastAxisSlice(OpBuilder &b, Location loc, Value x, int64_t from, int64_t count) {
-  auto type = tensorType(x);
-  ChannelSlice s = channels(b, loc, x, from, count);
-  SmallVector<int64_t> shape(type.getShape());
-  shape.back() = count;
-  return tensor::ExtractSliceOp::create(b, loc, RankedTensorType::get(shape, type.getElementType()), x, s.offsets,
-                                        s.sizes, s.strides);
+  return elementwise(b, loc, ValueRange{x},
+                     [&](OpBuilder &nb, Location l, ValueRange a) -> Value { return bf16RoundElement(nb, l, a[0]); });
 }
 
 /// Formats: E4M3 or E2M1 elements with 1-D UE8M0 / E4M3 block scales,
@@ -263,21 +241,7 @@ struct QuantizeLowering : DsfPattern<QuantizeOp> {
     bool ue8m0 = format.getScale() == ScaleFormat::ue8m0, e4m3Scale = format.getScale() == ScaleFormat::e4m3;
     if (!(e4m3 || e2m1) || !(ue8m0 || e4m3Scale) || format.getBlockRows() != 1)
       return b.notifyMatchFailure(op, "only 1-D E4M3 / E2M1 formats with UE8M0 / E4M3 scales are lowered");
-    int64_t tail = format.getBf16Tail(), width = tensorType(x).getShape().back();
-    if (tail == 0) {
-      b.replaceOp(op, blockQuantize(b, loc, x, format));
-      return success();
-    }
-    // [blocks | bf16 tail]: each part rounded, then put back side by side.
-    Value head = blockQuantize(b, loc, lastAxisSlice(b, loc, x, 0, width - tail), format);
-    Value rest = bf16Round(b, loc, lastAxisSlice(b, loc, x, width - tail, tail));
-    auto type = tensorType(x);
-    Value out = emptyTensor(b, loc, type, x);
-    for (auto [part, from, count] : {std::make_tuple(head, int64_t(0), width - tail), std::make_tuple(rest, width - tail, tail)}) {
-      ChannelSlice s = channels(b, loc, x, from, count);
-      out = tensor::InsertSliceOp::create(b, loc, part, out, s.offsets, s.sizes, s.strides);
-    }
-    b.replaceOp(op, out);
+    b.replaceOp(op, blockQuantize(b, loc, x, format));
     return success();
   }
 };
@@ -347,61 +311,53 @@ std::string packedRowName(const PackedRow &row) {
 }
 
 Value packRows(OpBuilder &b, Location loc, Value x, const PackedRow &row) {
-  MLIRContext *ctx = b.getContext();
   bool e4m3 = !row.fp4();
   int64_t block = row.format.getBlockCols();
   auto type = tensorType(x);
   unsigned r = type.getRank();
   auto i8 = b.getI8Type();
-  Value scale = blockScales(b, loc, x, row.format);
-  // The codes: [..., codeBytes], byte j from element j (E4M3) or elements
-  // 2j (low nibble) and 2j + 1 (E2M1), each with its block's scale.
+  // One generic over the row's bytes: byte j < codeBytes from element j
+  // (E4M3) or elements 2j (low nibble) and 2j + 1 (E2M1), each with its
+  // block's scale; byte codeBytes + k the scale of block k.
   SmallVector<int64_t> shape(type.getShape());
-  shape.back() = row.codeBytes;
-  auto codesType = RankedTensorType::get(shape, i8);
-  AffineExpr j = getAffineDimExpr(r - 1, ctx);
-  SmallVector<Value> inputs{x};
-  SmallVector<AffineMap> maps;
-  if (e4m3) {
-    maps = {lastAxisMap(ctx, r, j), lastAxisMap(ctx, r, j.floorDiv(block))};
-    inputs.push_back(scale);
-  } else {
-    maps = {lastAxisMap(ctx, r, 2 * j), lastAxisMap(ctx, r, 2 * j + 1), lastAxisMap(ctx, r, j.floorDiv(block / 2))};
-    inputs.append({x, scale});
-  }
-  maps.push_back(lastAxisMap(ctx, r, j));
-  Value codes = linalg::GenericOp::create(
-                    b, loc, TypeRange{codesType}, inputs, ValueRange{emptyTensor(b, loc, codesType, x)}, maps,
-                    iterators(r),
-                    [&](OpBuilder &nb, Location l, ValueRange a) {
-                      Value code;
-                      if (e4m3) {
-                        code = e4m3Code(nb, l, e4m3Rne(nb, l, scaledElement(nb, l, a[0], a[1], true)));
-                      } else {
-                        Value low = e2m1Code(nb, l, scaledElement(nb, l, a[0], a[2], false));
-                        Value high = e2m1Code(nb, l, scaledElement(nb, l, a[1], a[2], false));
-                        code = arith::OrIOp::create(nb, l, low, shl(nb, l, high, 4));
-                      }
-                      linalg::YieldOp::create(nb, l, arith::TruncIOp::create(nb, l, nb.getI8Type(), code).getResult());
-                    })
-                    .getResult(0);
-  Value scales = elementwise(
-      b, loc, ValueRange{scale},
-      [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-        Value byte = row.format.getScale() == ScaleFormat::e4m3 ? e4m3Code(nb, l, a[0])
-                                                                 : mask(nb, l, shr(nb, l, bitsOf(nb, l, a[0]), 23), 0xff);
-        return arith::TruncIOp::create(nb, l, nb.getI8Type(), byte);
-      },
-      i8);
   shape.back() = row.bytes;
   auto rowType = RankedTensorType::get(shape, i8);
-  Value out = emptyTensor(b, loc, rowType, x);
-  for (auto [part, from, count] : {std::make_tuple(codes, int64_t(0), row.codeBytes),
-                                   std::make_tuple(scales, row.codeBytes, row.bytes - row.codeBytes)}) {
-    ChannelSlice s = channels(b, loc, out, from, count);
-    out = tensor::InsertSliceOp::create(b, loc, part, out, s.offsets, s.sizes, s.strides);
-  }
-  return out;
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{rowType}, ValueRange{}, ValueRange{emptyTensor(b, loc, rowType, x)},
+             ArrayRef<AffineMap>{pick(b.getContext(), r, range(0, r))}, iterators(r),
+             [&](OpBuilder &nb, Location l, ValueRange) {
+               SmallVector<Value> at = leadingIndices(nb, l, r);
+               Value j = linalg::IndexOp::create(nb, l, r - 1);
+               Value isCode = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, j, indexConst(nb, l, row.codeBytes));
+               auto byte = scf::IfOp::create(nb, l, TypeRange{nb.getI32Type()}, isCode, true);
+               auto element = [&](OpBuilder &eb, Value c) {
+                 SmallVector<Value> index(at);
+                 index.push_back(c);
+                 return tensor::ExtractOp::create(eb, l, x, index).getResult();
+               };
+               OpBuilder cb = byte.getThenBodyBuilder();
+               Value first = e4m3 ? j : arith::MulIOp::create(cb, l, j, indexConst(cb, l, 2)).getResult();
+               Value scale = blockScaleAt(cb, l, x, at, arith::DivUIOp::create(cb, l, first, indexConst(cb, l, block)), row.format);
+               Value code;
+               if (e4m3) {
+                 code = e4m3Code(cb, l, e4m3Rne(cb, l, scaledElement(cb, l, element(cb, first), scale, true)));
+               } else {
+                 Value second = arith::AddIOp::create(cb, l, first, indexConst(cb, l, 1));
+                 Value low = e2m1Code(cb, l, scaledElement(cb, l, element(cb, first), scale, false));
+                 Value high = e2m1Code(cb, l, scaledElement(cb, l, element(cb, second), scale, false));
+                 code = arith::OrIOp::create(cb, l, low, shl(cb, l, high, 4));
+               }
+               scf::YieldOp::create(cb, l, code);
+               OpBuilder sb = byte.getElseBodyBuilder();
+               Value k = arith::SubIOp::create(sb, l, j, indexConst(sb, l, row.codeBytes));
+               Value blockScale = blockScaleAt(sb, l, x, at, k, row.format);
+               Value scaleByte = row.format.getScale() == ScaleFormat::e4m3
+                                     ? e4m3Code(sb, l, blockScale)
+                                     : mask(sb, l, shr(sb, l, bitsOf(sb, l, blockScale), 23), 0xff);
+               scf::YieldOp::create(sb, l, scaleByte);
+               linalg::YieldOp::create(nb, l, arith::TruncIOp::create(nb, l, i8, byte.getResult(0)).getResult());
+             })
+      .getResult(0);
 }
 
 Value decodeElement(OpBuilder &b, Location loc, Value bytes, ValueRange at, Value c, const PackedRow &row) {

@@ -36,13 +36,21 @@ dsf.model @m attributes {family = "deepseek_v4", vocab_size = 16, hidden_size = 
 // CHECK-SAME: %[[POOL:[a-z0-9]+]]: tensor<?x16x18xi8>, %[[TABLE:[a-z0-9]+]]: tensor<?x?xi32>
 // The codes: byte j from elements 2j and 2j + 1 (low nibble first) with
 // their block's scale; then the scale bytes; side by side in a row.
-// CHECK: %[[CODES:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<?x16xi8>)
+// The row's bytes are one generic: a code byte (two E2M1 nibbles) or a
+// scale byte, each from its block's amax, a loop over the block's channels.
+// CHECK: %[[ROWS:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<?x18xi8>)
+// CHECK: %[[J:.*]] = linalg.index 1 : index
+// CHECK: %[[IS_CODE:.*]] = arith.cmpi ult, %[[J]], %c16 : index
+// CHECK: scf.if %[[IS_CODE]] -> (i32) {
+// CHECK: scf.for
+// CHECK: math.absf
+// CHECK: arith.maximumf
 // CHECK: arith.shli %{{.*}}, %c4_i32
+// CHECK: } else {
+// CHECK: scf.for
+// CHECK: math.absf
 // CHECK: arith.trunci %{{.*}} : i32 to i8
-// CHECK: %[[SCALES:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<?x2xi8>)
-// CHECK: %[[ROW:.*]] = tensor.insert_slice %[[CODES]] into %{{.*}}[0, 0] [%{{.*}}, 16] [1, 1] : tensor<?x16xi8> into tensor<?x18xi8>
-// CHECK: %[[ROWS:.*]] = tensor.insert_slice %[[SCALES]] into %[[ROW]][0, 16] [%{{.*}}, 2] [1, 1] : tensor<?x2xi8> into tensor<?x18xi8>
-// The completed entry's row of bytes into its page.
+// CHECK-NOT: tensor.insert_slice
 // CHECK: %[[KV:.*]] = scf.forall {{.*}} shared_outs(%[[POUT:.*]] = %[[POOL]]) -> (tensor<?x16x18xi8>)
 // CHECK: tensor.extract_slice %[[ROWS]]
 // CHECK: tensor.parallel_insert_slice %{{.*}} into %[[POUT]]
