@@ -294,6 +294,16 @@ def GpuTiledMatmul : Pass<"dsf-gpu-tiled-matmul", "::mlir::ModuleOp"> {
     80 tiles of 64 x 64 in 4 parts of 2,048 depths: 320 blocks instead of
     the warp kernel's re-reads of its weight from L2 for every row. Not with
     `batch-invariant`; 0 turns it off.
+
+    With `fuse-consumers` (the default), the next generic with a memory
+    effect other than an allocation, when it is all parallel over C's
+    indices, reads C only element by element (the identity map, no other
+    view of C), does not read its own output and writes no view of C, A or
+    W (an add into the residual, SwiGLU after its second projection), is
+    computed by the product's kernels where they store C's element, from the
+    sum in their registers, at the consumer's place: the same values bit for
+    bit, a launch less. Not with `batch-invariant` (its generic below the
+    tiles stays).
   }];
   let options = [Option<"minRows", "min-rows", "int64_t", "16", "Rows from which the tiled kernel runs">,
                  Option<"minBlocks", "min-blocks", "int64_t", "::mlir::dsf::kDefaultTileMinBlocks",
@@ -307,9 +317,11 @@ def GpuTiledMatmul : Pass<"dsf-gpu-tiled-matmul", "::mlir::ModuleOp"> {
                  Option<"splitMinRows", "split-min-rows", "int64_t", "::mlir::dsf::kDefaultTileSplitMinRows",
                         "With bf16 math and cp.async, rows from which a product the tiles do not take runs as split-depth bf16 tiles below 128 rows (0: never)">,
                  Option<"bf16Copies", "bf16-copies", "bool", "false",
-                        "With bf16 math and cp.async, stage an f32 A from a bf16 copy made before the tiles (the same sums, half the bytes of A a column tile)">];
+                        "With bf16 math and cp.async, stage an f32 A from a bf16 copy made before the tiles (the same sums, half the bytes of A a column tile)">,
+                 Option<"fuseConsumers", "fuse-consumers", "bool", "true",
+                        "Compute the elementwise generic that reads C element by element where the kernels store C">];
   let dependentDialects = ["::mlir::NVVM::NVVMDialect", "::mlir::LLVM::LLVMDialect", "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
-                           "::mlir::memref::MemRefDialect", "::mlir::vector::VectorDialect", "::mlir::nvgpu::NVGPUDialect"];
+                           "::mlir::memref::MemRefDialect", "::mlir::vector::VectorDialect", "::mlir::nvgpu::NVGPUDialect", "::mlir::affine::AffineDialect"];
 }
 
 def GpuGroupedExperts : Pass<"dsf-gpu-grouped-experts", "::mlir::ModuleOp"> {

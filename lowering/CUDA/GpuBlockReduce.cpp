@@ -81,57 +81,18 @@ Operation *blockCombiner(linalg::GenericOp g, int64_t minSumPoints) {
 /// of its own with a thread per element.
 constexpr int64_t kConsumerRowPointsAtMost = 64 * kThreads;
 
-/// The generic that consumes `g`'s result row by row, for the same block
-/// to compute once the result is written; else null. It is the next op
-/// with a memory effect other than an allocation (so it finds every
-/// buffer as `g` left it, and moving `g` down to it changes nothing), all
-/// parallel, one output neither (a view of) `g`'s output nor of `g`'s
-/// inputs (a block then writes only its row's elements, after its row's
-/// reduction; it may not overwrite another row's input), and it reads
-/// `g`'s output only through the map (d0 .. dn) -> (d0 .. dp-1) of `g`'s p
-/// parallel dimensions, its body not reading its own output; its other
-/// dimensions are static, at most kConsumerRowPointsAtMost points.
+/// The generic that consumes `g`'s result row by row (elementwiseConsumer
+/// reading it through the map of `g`'s parallel dimensions), for the same
+/// block to compute once the result is written: a block then writes only
+/// its row's elements, after its row's reduction. Its other dimensions are
+/// static, at most kConsumerRowPointsAtMost points; else null.
 linalg::GenericOp rowConsumer(linalg::GenericOp g) {
-  Value output = g.getDpsInits()[0];
-  unsigned parallel = g.getNumParallelLoops();
-  linalg::GenericOp c;
-  for (Operation *op = g->getNextNode(); op; op = op->getNextNode()) {
-    if (isMemoryEffectFree(op))
-      continue;
-    if (auto effects = dyn_cast<MemoryEffectOpInterface>(op); effects && !op->getNumRegions()) {
-      SmallVector<MemoryEffects::EffectInstance> list;
-      effects.getEffects(list);
-      if (llvm::all_of(list, [](const MemoryEffects::EffectInstance &e) { return isa<MemoryEffects::Allocate>(e.getEffect()); }))
-        continue;
-    }
-    c = dyn_cast<linalg::GenericOp>(op);
-    break;
-  }
-  if (!c || insideKernel(c) || !c.hasPureBufferSemantics() || c.getNumDpsInits() != 1 ||
-      c.getNumReductionLoops() != 0 || c.getNumLoops() < parallel)
-    return {};
-  Value result = c.getDpsInits()[0];
-  if (viewRoot(result) == viewRoot(output) ||
-      llvm::any_of(g.getDpsInputs(), [&](Value in) { return viewRoot(in) == viewRoot(result); }))
-    return {};
-  Block &body = c.getRegion().front();
-  if (!body.getArguments().back().use_empty() ||
-      !c.getMatchingIndexingMap(c.getDpsInitOperand(0)).isProjectedPermutation())
-    return {};
-  AffineMap row = AffineMap::getMultiDimIdentityMap(c.getNumLoops(), c.getContext()).getMajorSubMap(parallel);
-  bool reads = false;
-  for (OpOperand *in : c.getDpsInputOperands()) {
-    if (viewRoot(in->get()) != viewRoot(output))
-      continue;
-    if (in->get() != output || c.getMatchingIndexingMap(in) != row)
-      return {};
-    reads = true;
-  }
-  if (!reads)
+  linalg::GenericOp c = elementwiseConsumer(g, g.getDpsInits()[0], g.getNumParallelLoops());
+  if (!c)
     return {};
   int64_t points = 1;
   SmallVector<int64_t> ranges = llvm::cast<linalg::LinalgOp>(c.getOperation()).getStaticLoopRanges();
-  for (unsigned i = parallel; i < ranges.size(); ++i) {
+  for (unsigned i = g.getNumParallelLoops(); i < ranges.size(); ++i) {
     if (ShapedType::isDynamic(ranges[i]))
       return {};
     points *= ranges[i];
@@ -268,7 +229,6 @@ struct GpuBlockReducePass : impl::GpuBlockReduceBase<GpuBlockReducePass> {
       // (a barrier makes a block's global writes visible to the block):
       // its points in strides of 256, the body cloned with its inputs loaded.
       gpu::BarrierOp::create(k, loc);
-      Block &consumerBody = consumer.getRegion().front();
       scf::ForOp::create(k, loc, tid, consumerPoints, idx(k, kThreads), ValueRange{},
                          [&](OpBuilder &o, Location l, Value point, ValueRange) {
                            SmallVector<Value> at(index.begin(), index.begin() + parallel);
@@ -278,17 +238,8 @@ struct GpuBlockReducePass : impl::GpuBlockReduceBase<GpuBlockReducePass> {
                              at[i] = arith::RemUIOp::create(o, l, r, consumerExtents[i]);
                              r = arith::DivUIOp::create(o, l, r, consumerExtents[i]);
                            }
-                           IRMapping m;
-                           mapInputsAt(o, l, consumer, at, m);
-                           SmallVector<Operation *> ops;
-                           for (Operation &op : consumerBody.without_terminator())
-                             ops.push_back(&op);
-                           cloneAt(o, ops, at, m);
-                           Value value = m.lookup(consumerBody.getTerminator()->getOperand(0));
-                           SmallVector<Value> outIndex;
-                           for (AffineExpr e : consumer.getMatchingIndexingMap(consumer.getDpsInitOperand(0)).getResults())
-                             outIndex.push_back(at[llvm::cast<AffineDimExpr>(e).getPosition()]);
-                           memref::StoreOp::create(o, l, value, consumer.getDpsInits()[0], outIndex);
+                           // The row's result as lane 0 stored it, read back.
+                           computeConsumerAt(o, l, consumer, at, g.getDpsInits()[0], Value());
                            scf::YieldOp::create(o, l);
                          });
     }

@@ -84,11 +84,18 @@ bool isGroupedRowsTimesTransposed(linalg::GenericOp g) {
 /// C[t, o] += A[t, d] * W[o, d], or per group g = blockIdx.z:
 /// C[t, g, o] += A[t, g, d] * W[g, o, d]; with batch-invariant, the generic
 /// stays below min-rows (it adds in the tiled kernel's order).
+/// With `consumer` (an elementwiseConsumer reading C element by element:
+/// an add into the residual, SwiGLU after its second projection), each
+/// kernel computes the consumer's element where it stores C's, from the
+/// sum in its registers, at the consumer's place: a launch less.
 void rewriteProduct(linalg::GenericOp g, bool grouped, ProductChoice choice, bool batchInvariant, TileMath math,
-                    bool cpAsync, bool bf16Copies) {
-  OpBuilder b(g);
+                    bool cpAsync, bool bf16Copies, linalg::GenericOp consumer) {
   Location loc = g.getLoc();
   Value A = g.getDpsInputs()[0], W = g.getDpsInputs()[1], C = g.getDpsInits()[0];
+  // The fill is found from the product's place, before the kernels move
+  // down to the consumer's (only allocations lie between).
+  linalg::FillOp zeroed = fillBefore(g, C);
+  OpBuilder b(consumer ? consumer.getOperation() : g.getOperation());
   Product p;
   p.M = memref::DimOp::create(b, loc, A, 0);
   p.N = memref::DimOp::create(b, loc, W, grouped ? 1 : 0);
@@ -115,13 +122,14 @@ void rewriteProduct(linalg::GenericOp g, bool grouped, ProductChoice choice, boo
   // Each kernel stores every output once, its whole sum: with C just
   // zeroed it stores the sum instead of adding it to C, and the fill's own
   // kernel (a launch a projection) goes.
-  linalg::FillOp zeroed = fillBefore(g, C);
   if (zeroed && !matchPattern(zeroed.getDpsInputs()[0], m_AnyZeroFloat()))
     zeroed = nullptr;
-  p.store = [C, at, overwrite = bool(zeroed)](OpBuilder &o, Location l, Value r, Value col, Value sum) {
+  p.store = [C, at, overwrite = bool(zeroed), consumer](OpBuilder &o, Location l, Value r, Value col, Value sum) {
     if (!overwrite)
       sum = arith::AddFOp::create(o, l, memref::LoadOp::create(o, l, C, at(r, col)), sum);
     memref::StoreOp::create(o, l, sum, C, at(r, col));
+    if (consumer)
+      computeConsumerAt(o, l, consumer, at(r, col), C, sum);
   };
   p.math = math;
   if (cpAsync && asyncStageable(A) && asyncStageable(W)) {
@@ -154,6 +162,21 @@ void rewriteProduct(linalg::GenericOp g, bool grouped, ProductChoice choice, boo
     if (zeroed)
       zeroed.erase();
   }
+  if (consumer)
+    consumer.erase();
+}
+
+/// The consumer a product's kernels compute as they store (see
+/// rewriteProduct): an elementwiseConsumer over C's indices that reads C
+/// element by element; none with batch-invariant, whose generic below the
+/// tiles stays.
+linalg::GenericOp productConsumer(linalg::GenericOp g, bool batchInvariant) {
+  if (batchInvariant)
+    return {};
+  Value C = g.getDpsInits()[0];
+  unsigned rank = llvm::cast<MemRefType>(C.getType()).getRank();
+  linalg::GenericOp c = elementwiseConsumer(g, C, rank);
+  return c && c.getNumLoops() == rank ? c : linalg::GenericOp();
 }
 
 struct GpuTiledMatmulPass : impl::GpuTiledMatmulBase<GpuTiledMatmulPass> {
@@ -185,10 +208,18 @@ struct GpuTiledMatmulPass : impl::GpuTiledMatmulBase<GpuTiledMatmulPass> {
       else if (isGroupedRowsTimesTransposed(g))
         grouped.push_back(g);
     });
-    for (linalg::GenericOp g : grouped)
-      rewriteProduct(g, /*grouped=*/true, choice, batchInvariant, *tileMath, cpAsync, bf16Copies);
-    for (linalg::GenericOp g : matmuls)
-      rewriteProduct(g, /*grouped=*/false, choice, batchInvariant, *tileMath, cpAsync, bf16Copies);
+    // Consumers are found before any rewrite: one is never a product (it is
+    // all parallel), and two products never share one (it is each one's
+    // next op).
+    auto consumerOf = [&](linalg::GenericOp g) {
+      return fuseConsumers ? productConsumer(g, batchInvariant) : linalg::GenericOp();
+    };
+    SmallVector<linalg::GenericOp> groupedConsumers = llvm::map_to_vector(grouped, consumerOf);
+    SmallVector<linalg::GenericOp> consumers = llvm::map_to_vector(matmuls, consumerOf);
+    for (auto [g, c] : llvm::zip(grouped, groupedConsumers))
+      rewriteProduct(g, /*grouped=*/true, choice, batchInvariant, *tileMath, cpAsync, bf16Copies, c);
+    for (auto [g, c] : llvm::zip(matmuls, consumers))
+      rewriteProduct(g, /*grouped=*/false, choice, batchInvariant, *tileMath, cpAsync, bf16Copies, c);
   }
 };
 } // namespace

@@ -56,6 +56,17 @@ Value viewRoot(Value v) {
   return v;
 }
 
+bool onlyAllocates(Operation *op) {
+  if (isMemoryEffectFree(op))
+    return true;
+  auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+  if (!effects || op->getNumRegions())
+    return false;
+  SmallVector<MemoryEffects::EffectInstance> list;
+  effects.getEffects(list);
+  return llvm::all_of(list, [](const MemoryEffects::EffectInstance &e) { return isa<MemoryEffects::Allocate>(e.getEffect()); });
+}
+
 linalg::FillOp fillBefore(linalg::GenericOp g, Value buffer) {
   // An input that is (a view of) the buffer would read the fill's values.
   for (Value input : g.getDpsInputs())
@@ -64,19 +75,59 @@ linalg::FillOp fillBefore(linalg::GenericOp g, Value buffer) {
   for (Operation *op = g->getPrevNode(); op; op = op->getPrevNode()) {
     if (auto fill = dyn_cast<linalg::FillOp>(op))
       return fill.hasPureBufferSemantics() && fill.getDpsInits()[0] == buffer ? fill : linalg::FillOp();
-    if (isMemoryEffectFree(op))
-      continue;
-    auto effects = dyn_cast<MemoryEffectOpInterface>(op);
-    if (!effects || op->getNumRegions())
-      return {};
-    SmallVector<MemoryEffects::EffectInstance> list;
-    effects.getEffects(list);
-    if (!llvm::all_of(list, [](const MemoryEffects::EffectInstance &e) {
-          return isa<MemoryEffects::Allocate>(e.getEffect());
-        }))
+    if (!onlyAllocates(op))
       return {};
   }
   return {};
+}
+
+linalg::GenericOp elementwiseConsumer(linalg::GenericOp producer, Value output, unsigned leading) {
+  Operation *next = producer->getNextNode();
+  while (next && onlyAllocates(next))
+    next = next->getNextNode();
+  auto c = llvm::dyn_cast_or_null<linalg::GenericOp>(next);
+  if (!c || insideKernel(c) || !c.hasPureBufferSemantics() || c.getNumDpsInits() != 1 ||
+      c.getNumReductionLoops() != 0 || c.getNumLoops() < leading)
+    return {};
+  MLIRContext *ctx = c.getContext();
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(c.getNumLoops(), ctx);
+  Value result = c.getDpsInits()[0];
+  if (viewRoot(result) == viewRoot(output) ||
+      llvm::any_of(producer.getDpsInputs(), [&](Value in) { return viewRoot(in) == viewRoot(result); }))
+    return {};
+  if (!c.getRegion().front().getArguments().back().use_empty() ||
+      c.getMatchingIndexingMap(c.getDpsInitOperand(0)) != identity)
+    return {};
+  AffineMap leadingMap = identity.getMajorSubMap(leading);
+  bool reads = false;
+  for (OpOperand *in : c.getDpsInputOperands()) {
+    if (!llvm::isa<MemRefType>(in->get().getType()) || viewRoot(in->get()) != viewRoot(output))
+      continue;
+    if (in->get() != output || c.getMatchingIndexingMap(in) != leadingMap)
+      return {};
+    reads = true;
+  }
+  return reads ? c : linalg::GenericOp();
+}
+
+void computeConsumerAt(OpBuilder &b, Location loc, linalg::GenericOp consumer, ArrayRef<Value> at, Value output,
+                       Value value) {
+  Block &body = consumer.getRegion().front();
+  OpOperand *given = nullptr;
+  if (value)
+    for (OpOperand *in : consumer.getDpsInputOperands())
+      if (in->get() == output && !given)
+        given = in;
+  IRMapping m;
+  mapInputsAt(b, loc, consumer, at, m, given);
+  if (given)
+    m.map(body.getArgument(given->getOperandNumber()), value);
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    ops.push_back(&op);
+  cloneAt(b, ops, at, m);
+  Value result = m.lookup(body.getTerminator()->getOperand(0));
+  memref::StoreOp::create(b, loc, result, consumer.getDpsInits()[0], at);
 }
 
 Value ceilDiv(OpBuilder &b, Location loc, Value x, int64_t by) {

@@ -63,6 +63,12 @@ bool isIdentityBuffer(Type type, ArrayRef<int64_t> shape, Type element);
 /// The buffer a view is of (through subviews, casts, reshapes).
 Value viewRoot(Value v);
 
+/// Whether `op` touches no memory but to allocate: free of memory effects,
+/// or without regions and with allocations as its only effects. A kernel
+/// built in place of a generic may absorb the fill before it or the generic
+/// after it across such ops alone: each still finds every buffer as before.
+bool onlyAllocates(Operation *op);
+
 /// The linalg.fill of `buffer` when it is the last op before `g` with a
 /// memory effect other than an allocation (so that `g` finds `buffer` as
 /// the fill left it) and no input of `g` is (a view of) `buffer`; else
@@ -70,6 +76,27 @@ Value viewRoot(Value v);
 /// the fill's value, can then write its result alone when that value is the
 /// combination's identity, and the fill (a kernel of its own) can go.
 linalg::FillOp fillBefore(linalg::GenericOp g, Value buffer);
+
+/// The elementwise generic that a kernel built in place of `producer`,
+/// which writes `output`, can compute as it goes; else null. It is the
+/// next op after `producer` with a memory effect other than an allocation
+/// (the kernel then moves down to it and changes nothing between), on
+/// buffers, all parallel, of one output with an identity map that is
+/// neither (a view of) `output` nor of `producer`'s inputs (the kernel's
+/// other threads may still read those), its body not reading its own
+/// output; and it reads `output`, exactly that value, only through the map
+/// (d0 .. dn-1) -> (d0 .. d(leading-1)): each of its points reads the one
+/// element of `output` at its first `leading` indices, which the kernel
+/// computes that point after writing (a block-reduced norm's row sum, a
+/// product's element).
+linalg::GenericOp elementwiseConsumer(linalg::GenericOp producer, Value output, unsigned leading);
+
+/// Point `at` of `consumer` (an elementwiseConsumer) inside a kernel: its
+/// inputs loaded at `at`, but the one reading `output` taken as `value`
+/// when that is given (the kernel's own register), its body cloned, the
+/// result stored at `at`.
+void computeConsumerAt(OpBuilder &b, Location loc, linalg::GenericOp consumer, ArrayRef<Value> at, Value output,
+                       Value value);
 
 /// `v` combined over the 32 lanes of a warp, every lane getting the result:
 /// xor shuffles at offsets 16, 8, 4, 2, 1, each step combine(mine, theirs).
