@@ -349,6 +349,15 @@ def GpuGroupedExperts : Pass<"dsf-gpu-grouped-experts", "::mlir::ModuleOp"> {
     found through the permutation once, before the stages. With `bf16-copies`, an f32
     input is staged from a bf16 copy made once for the product.
 
+    Each (token, slot) row is computed once and each output stored once:
+    when the output was zeroed just before, the kernels store their sums
+    (a down product's slots are added from 0) and the fill's kernel goes.
+    With `fuse-consumers` (the default), the elementwise generic after a
+    "project" product that reads its output element by element (the
+    experts' SwiGLU after their second projection; the conditions of
+    dsf-gpu-tiled-matmul's) is computed where the kernels store that
+    output, from the sum in their registers. The same values bit for bit.
+
     A marked generic that is not of these forms is an error naming it.
   }];
   let options = [Option<"minRows", "min-rows", "int64_t", "16", "(token, slot) rows from which the tiled kernel runs">,
@@ -364,9 +373,11 @@ def GpuGroupedExperts : Pass<"dsf-gpu-grouped-experts", "::mlir::ModuleOp"> {
                  Option<"cpAsync", "cp-async", "bool", "true",
                         "With bf16 math, copy operands whose rows are contiguous by cp.async into a ring of stages">,
                  Option<"bf16Copies", "bf16-copies", "bool", "false",
-                        "With bf16 math and cp.async, stage an f32 A from a bf16 copy made before the tiles (the same sums, half the bytes of A a column tile)">];
+                        "With bf16 math and cp.async, stage an f32 A from a bf16 copy made before the tiles (the same sums, half the bytes of A a column tile)">,
+                 Option<"fuseConsumers", "fuse-consumers", "bool", "true",
+                        "Compute the elementwise generic that reads a \"project\" product's output element by element where the kernels store it">];
   let dependentDialects = ["::mlir::NVVM::NVVMDialect", "::mlir::LLVM::LLVMDialect", "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
-                           "::mlir::memref::MemRefDialect", "::mlir::linalg::LinalgDialect",
+                           "::mlir::memref::MemRefDialect", "::mlir::linalg::LinalgDialect", "::mlir::affine::AffineDialect",
                            "::mlir::vector::VectorDialect", "::mlir::nvgpu::NVGPUDialect"];
 }
 

@@ -27,6 +27,8 @@
 #include "lowering/CUDA/TiledKernels.h"
 #include "lowering/Passes.h"
 
+#include "mlir/IR/Matchers.h"
+
 namespace mlir::dsf {
 #define GEN_PASS_DEF_GPUGROUPEDEXPERTS
 #include "lowering/Passes.h.inc"
@@ -71,10 +73,21 @@ FailureOr<ExpertMatmul> match(linalg::GenericOp g, StringRef kind) {
 struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass> {
   using GpuGroupedExpertsBase::GpuGroupedExpertsBase;
 
-  void rewrite(const ExpertMatmul &m, TileMath tileMath) {
+  /// With `consumer` (a "project" product's elementwiseConsumer: the
+  /// experts' SwiGLU after their second projection), the kernels compute
+  /// its element where they store the product's, at its place.
+  void rewrite(const ExpertMatmul &m, TileMath tileMath, linalg::GenericOp consumer) {
     linalg::GenericOp g = m.generic;
-    OpBuilder b(g);
     Location loc = g.getLoc();
+    // Every (token, slot) row is computed once, each output stored once:
+    // when the output was just zeroed, the kernels store their sums (the
+    // down product's slots are added from 0) and the fill's kernel goes.
+    // Found from the product's place, before the kernels move down to the
+    // consumer's (only allocations lie between).
+    linalg::FillOp zeroed = fillBefore(g, m.output);
+    if (zeroed && !matchPattern(zeroed.getDpsInputs()[0], m_AnyZeroFloat()))
+      zeroed = nullptr;
+    OpBuilder b(consumer ? consumer.getOperation() : g.getOperation());
     auto idx = [&](OpBuilder &o, int64_t v) { return arith::ConstantIndexOp::create(o, loc, v).getResult(); };
     auto i32 = [&](OpBuilder &o, int64_t v) { return arith::ConstantIntOp::create(o, loc, v, 32).getResult(); };
     auto toIndex = [&](OpBuilder &o, Value v) { return arith::IndexCastOp::create(o, loc, o.getIndexType(), v).getResult(); };
@@ -102,8 +115,11 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
         memref::StoreOp::create(o, loc, sum, z, ValueRange{t, s, col});
         return;
       }
-      Value old = memref::LoadOp::create(o, loc, m.output, ValueRange{t, s, col});
-      memref::StoreOp::create(o, loc, arith::AddFOp::create(o, loc, old, sum), m.output, ValueRange{t, s, col});
+      if (!zeroed)
+        sum = arith::AddFOp::create(o, loc, memref::LoadOp::create(o, loc, m.output, ValueRange{t, s, col}), sum);
+      memref::StoreOp::create(o, loc, sum, m.output, ValueRange{t, s, col});
+      if (consumer)
+        computeConsumerAt(o, loc, consumer, {t, s, col}, m.output, sum);
     };
 
     // The tiles compute whole tiles of rows for every expert that has one:
@@ -298,9 +314,10 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
       scf::ParallelOp::create(
           b, loc, ValueRange{zero, zero}, ValueRange{tokens, N}, ValueRange{one, one},
           [&](OpBuilder &o, Location l, ValueRange ivs) {
+            Value start = zeroed ? arith::ConstantFloatOp::create(o, l, f32, APFloat(0.0f)).getResult()
+                                 : memref::LoadOp::create(o, l, m.output, ivs).getResult();
             auto sum = scf::ForOp::create(
-                o, l, idx(o, 0), idx(o, slots), idx(o, 1),
-                ValueRange{memref::LoadOp::create(o, l, m.output, ivs).getResult()},
+                o, l, idx(o, 0), idx(o, slots), idx(o, 1), ValueRange{start},
                 [&](OpBuilder &p, Location pl, Value s, ValueRange acc) {
                   Value v = memref::LoadOp::create(p, pl, z, ValueRange{ivs[0], s, ivs[1]});
                   scf::YieldOp::create(p, pl, ValueRange{arith::AddFOp::create(p, pl, acc[0], v)});
@@ -310,6 +327,10 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
       memref::DeallocOp::create(b, loc, z);
     }
     g.erase();
+    if (zeroed)
+      zeroed.erase();
+    if (consumer)
+      consumer.erase();
   }
 
   void runOnOperation() override {
@@ -338,8 +359,16 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
     });
     if (bad)
       return signalPassFailure();
-    for (const ExpertMatmul &m : found)
-      rewrite(m, *tileMath);
+    // Consumers are found before any rewrite (one is never a product: it is
+    // all parallel); the down product's sum is its own loop, left alone.
+    SmallVector<linalg::GenericOp> consumers;
+    for (const ExpertMatmul &m : found) {
+      unsigned rank = llvm::cast<MemRefType>(m.output.getType()).getRank();
+      linalg::GenericOp c = fuseConsumers && !m.down ? elementwiseConsumer(m.generic, m.output, rank) : nullptr;
+      consumers.push_back(c && c.getNumLoops() == rank ? c : linalg::GenericOp());
+    }
+    for (auto [m, c] : llvm::zip(found, consumers))
+      rewrite(m, *tileMath, c);
   }
 };
 } // namespace

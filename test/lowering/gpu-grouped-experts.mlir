@@ -237,3 +237,84 @@ func.func @project_wide(%experts: memref<?x2xi32>, %x: memref<?x64xf32>, %w: mem
   }
   return
 }
+
+// -----
+
+// The experts' SwiGLU: both projections' outputs zeroed just before (the
+// fills go: every (token, slot) row is stored once, its sum without
+// reading the output), the second followed by h = silu(g1) * g3 * weight,
+// which both kernels (tiles and warps) compute where they store g3's
+// element; the down product's output zeroed too: its slots added from 0.
+// No generic and no fill of a float output is left.
+// CHECK-LABEL: func.func @swiglu
+// CHECK-NOT: linalg.fill ins(%{{.*}} : f32)
+// CHECK: %[[H:.*]] = memref.alloc(%{{.*}}) : memref<?x2x32xf32>
+// CHECK: scf.if
+// CHECK: gpu.launch
+// CHECK: memref.store %[[SUM:.*]], %arg4[%[[T:.*]], %[[S:.*]], %[[C:.*]]] : memref<?x2x32xf32>
+// CHECK: memref.load %arg3
+// CHECK: memref.load %arg5
+// CHECK: math.exp
+// CHECK: arith.mulf %{{.*}}, %[[SUM]] : f32
+// CHECK: memref.store %{{.*}}, %[[H]][%[[T]], %[[S]], %[[C]]] : memref<?x2x32xf32>
+// CHECK: } else {
+// CHECK: gpu.launch
+// CHECK-NOT: memref.load %arg4
+// CHECK: memref.store %{{.*}}, %[[H]]
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c2{{.*}} step %c1{{.*}} iter_args(%{{.*}} = %cst{{.*}}) -> (f32)
+// CHECK-NOT: linalg.generic
+// CHECK-NOT: linalg.fill ins(%{{.*}} : f32)
+// CHECK: return
+#e = affine_map<(t, s, i, d) -> (t, s)>
+#x = affine_map<(t, s, i, d) -> (t, d)>
+#g = affine_map<(t, s, i, d) -> (t, s, i)>
+#id = affine_map<(t, s, i) -> (t, s, i)>
+#ts = affine_map<(t, s, i) -> (t, s)>
+#de = affine_map<(t, n, s, i) -> (t, s)>
+#dh = affine_map<(t, n, s, i) -> (t, s, i)>
+#dy = affine_map<(t, n, s, i) -> (t, n)>
+func.func @swiglu(%experts: memref<?x2xi32>, %x: memref<?x64xf32>, %w3: memref<4x32x64xf32>, %g1: memref<?x2x32xf32>,
+                  %g3: memref<?x2x32xf32>, %weights: memref<?x2xf32>, %w2: memref<4x64x32xf32>, %y: memref<?x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %t = memref.dim %x, %c0 : memref<?x64xf32>
+  linalg.fill ins(%zero : f32) outs(%g3 : memref<?x2x32xf32>)
+  linalg.generic {indexing_maps = [#e, #x, #g], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%experts, %x : memref<?x2xi32>, memref<?x64xf32>) outs(%g3 : memref<?x2x32xf32>) attrs = {dsf.experts = "project"} {
+  ^bb0(%e: i32, %a: f32, %acc: f32):
+    %ei = arith.index_cast %e : i32 to index
+    %i = linalg.index 2 : index
+    %d = linalg.index 3 : index
+    %wv = memref.load %w3[%ei, %i, %d] : memref<4x32x64xf32>
+    %p = arith.mulf %wv, %a : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  %h = memref.alloc(%t) : memref<?x2x32xf32>
+  linalg.generic {indexing_maps = [#id, #id, #ts, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%g1, %g3, %weights : memref<?x2x32xf32>, memref<?x2x32xf32>, memref<?x2xf32>) outs(%h : memref<?x2x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %wt: f32, %o: f32):
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %a : f32
+    %ex = math.exp %n : f32
+    %den = arith.addf %one, %ex : f32
+    %silu = arith.divf %a, %den : f32
+    %m = arith.mulf %silu, %b : f32
+    %r = arith.mulf %m, %wt : f32
+    linalg.yield %r : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%y : memref<?x64xf32>)
+  linalg.generic {indexing_maps = [#de, #dh, #dy], iterator_types = ["parallel", "parallel", "reduction", "reduction"]}
+      ins(%experts, %h : memref<?x2xi32>, memref<?x2x32xf32>) outs(%y : memref<?x64xf32>) attrs = {dsf.experts = "down"} {
+  ^bb0(%e: i32, %a: f32, %acc: f32):
+    %ei = arith.index_cast %e : i32 to index
+    %n = linalg.index 1 : index
+    %i = linalg.index 3 : index
+    %wv = memref.load %w2[%ei, %n, %i] : memref<4x64x32xf32>
+    %p = arith.mulf %wv, %a : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  memref.dealloc %h : memref<?x2x32xf32>
+  return
+}
