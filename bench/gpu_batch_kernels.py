@@ -90,12 +90,13 @@ say()
 weights, ids_path, manifest = random_weights_and_prompt(work, builds[0][1], context)
 
 batch_list = ",".join(map(str, batches))
-samples, tokens = {name: {} for name, _ in builds}, {}
+samples, tokens, launches = {name: {} for name, _ in builds}, {}, {name: {} for name, _ in builds}
 for _ in range(rounds):
     for name, artifact in builds:
         err, out = run(artifact, weights, ids_path, ["--max-new-tokens", "9", "--batch", batch_list], name=name)
         for batch, step in batch_steps(err).items():
             samples[name].setdefault(batch, []).append(step[0])
+            launches[name][batch] = step[2]
         tokens[name] = out.split()
 steps = {name: {batch: sorted(s)[len(s) // 2] for batch, s in by_batch.items()} for name, by_batch in samples.items()}
 
@@ -110,6 +111,9 @@ for batch in batches:
               if batch in steps[n] and batch in steps[builds[0][0]]]
     say(f"| {batch} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
 say()
+say("GPU kernel launches a step: " + "; ".join(
+    f"{n} " + ", ".join(f"{launches[n].get(b) or '?'} at {b}" for b in batches) for n, _ in builds))
+say()
 for name, _ in builds[1:]:
     a, b = tokens[builds[0][0]], tokens[name]
     same = sum(x == y for x, y in zip(a, b))
@@ -122,17 +126,19 @@ for profile_batch in profile_batches:
         prof = os.path.join(work, f"profile-{name}-{profile_batch}.md")
         run(artifact, weights, ids_path, ["--max-new-tokens", "5", "--batch", str(profile_batch)],
             {"DSF_CUDA_PROFILE": prof}, name=name)
-        by_build[name] = {op: ms for op, (_, ms) in profile_by_op(prof, steps=4).items()}
+        by_build[name] = profile_by_op(prof, steps=4)
     anchor = by_build[builds[0][0]]
-    ops = sorted(set().union(*by_build.values()), key=lambda op: -anchor.get(op, 0.0))
-    say(f"## A step of {profile_batch} sequences by dsf op (ms a step, all layers; DSF_CUDA_PROFILE, 4 steps, "
-        "each launch timed alone)")
+    ops = sorted(set().union(*by_build.values()), key=lambda op: -anchor.get(op, [0, 0.0])[1])
+    say(f"## A step of {profile_batch} sequences by dsf op (ms a step (launches a step), all layers; "
+        "DSF_CUDA_PROFILE, 4 steps, each launch timed alone)")
     say()
     say("| dsf op | " + " | ".join(n for n, _ in builds) + " |")
     say("|---" * (len(builds) + 1) + "|")
-    for op in ops[:14]:
-        say(f"| {op} | " + " | ".join(f"{by_build[n].get(op, 0.0):.2f}" for n, _ in builds) + " |")
-    say("| **all** | " + " | ".join(f"{sum(by_build[n].values()):.2f}" for n, _ in builds) + " |")
+    cell = lambda t: f"{t[1]:.2f} ({t[0]:.0f})"
+    for op in ops[:16]:
+        say(f"| {op} | " + " | ".join(cell(by_build[n].get(op, [0, 0.0])) for n, _ in builds) + " |")
+    say("| **all** | " + " | ".join(cell([sum(t[0] for t in by_build[n].values()), sum(t[1] for t in by_build[n].values())])
+                                     for n, _ in builds) + " |")
     say()
 
 if prefill_reference:
