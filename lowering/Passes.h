@@ -68,6 +68,7 @@ struct CudaPipelineOptions {
   bool launchDependentsAtEntry = true;       // ... and let the next one be scheduled right after the wait
   int64_t attentionMmaMinTokens = 0;         // dsf-gpu-sink-attention mma-min-tokens (0: never)
   int64_t attentionMmaMinBatch = 0;          // dsf-gpu-sink-attention mma-min-batch (0: never)
+  int64_t attentionSplitBelowBlocks = 0;     // dsf-gpu-sink-attention split-below-blocks (0: never)
 };
 /// After dsf-to-linalg: bufferization, one kernel per linalg op (tiled
 /// parallel loops on blocks x threads), NVVM, cubins for `chip` through

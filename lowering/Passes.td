@@ -539,13 +539,25 @@ def GpuSinkAttention : Pass<"dsf-gpu-sink-attention", "::mlir::ModuleOp"> {
     ring rows, its entries' page rows, packed ones decoded: E2M1 / E4M3
     times its scale is exact in bf16) into bf16 rows and their validity:
     the 64 heads of a sequence's one query are the M of the products.
+
+    With `split-below-blocks` N >= 1 (0, the default: never) a
+    tensor-core call of fewer than N blocks (tokens x groups of heads; a
+    decode's one query a sequence) whose columns are more than one chunk of
+    64 splits the chunks into parts, ceil(N / blocks) at most, a block per
+    (token, group, part) (flash-decoding): each part's running maximum
+    starts at the sink, and it stores its unnormalized output, maximum and
+    sum; a third kernel merges the parts in order (the maximum over them,
+    each rescaled by exp(its maximum - that), the sink's term once).
+    dsf-compile passes 132, the H200's SMs.
   }];
   let options = [Option<"batchInvariant", "batch-invariant", "bool", "false",
                         "One kernel (512 threads a block) for any number of tokens">,
                  Option<"mmaMinTokens", "mma-min-tokens", "int64_t", "0",
                         "Tokens from which a call's attention takes the bf16 tensor-core kernel (0: never)">,
                  Option<"mmaMinBatch", "mma-min-batch", "int64_t", "0",
-                        "Sequences from which a batched step's attention takes the bf16 tensor-core kernel (0: never)">];
+                        "Sequences from which a batched step's attention takes the bf16 tensor-core kernel (0: never)">,
+                 Option<"splitBelowBlocks", "split-below-blocks", "int64_t", "0",
+                        "Blocks below which a tensor-core attention call splits its columns across blocks, merged by a second kernel (0: never)">];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",
                            "::mlir::LLVM::LLVMDialect", "::mlir::vector::VectorDialect", "::mlir::nvgpu::NVGPUDialect"];

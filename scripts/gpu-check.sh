@@ -103,6 +103,18 @@ prepare)
   build/bin/dsf-compile models/deepseek-v4-tiny --no-kv-quant --target=cuda $BF16 $SIMT_ATTENTION -o $G/v4cuda-bf16-simt-attention.dsfa
   build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cuda $BF16 $SIMT_ATTENTION -o $G/v4small-cuda-bf16-simt-attention.dsfa
   build/bin/dsf-compile models/deepseek-v4-tiny --no-kv-quant --target=cuda --no-batch-decode --attention-mma-min-tokens=16 -o $G/v4cuda-mma-attention.dsfa
+  # The tensor-core attention with its columns split across blocks
+  # (--attention-split-below-blocks, 132 by default): the tiny V4.1 with a
+  # window of 128 (its attentions 128 and 136 columns: two and three chunks
+  # of 64; the tiny model's 16 + 8 are one chunk, which never splits),
+  # quantizers off, its prefills from 16 tokens and its batches on the
+  # tensor cores, split and not, and the CPU's.
+  mkdir -p build/v41-w128
+  python3 -c "import json; c = json.load(open('models/deepseek-v4.1-tiny/config.json')); c['sliding_window'] = 128; json.dump(c, open('build/v41-w128/config.json', 'w'), indent=1)"
+  W128="build/v41-w128 --no-kv-quant --target=cuda --attention-mma-min-tokens=16 --attention-mma-min-batch=1"
+  build/bin/dsf-compile $W128 -o $G/w128-split.dsfa
+  build/bin/dsf-compile $W128 --attention-split-below-blocks=0 -o $G/w128-whole.dsfa
+  build/bin/dsf-compile build/v41-w128 --no-kv-quant --target=cpu -o $G/w128-cpu.dsfa
   fi
   if [[ "${2:-}" != quick ]]; then
   # The tiny V4.1 declared bf16 (its weights bound as bf16 and widened in the
@@ -473,6 +485,34 @@ PY
     for s in 0 1 2 3 4 5; do
       $C $OUT/mb-launched.logits --sequence $s --against $OUT/mb.logits --exact || true
     done
+  fi
+  # The attention split across blocks (a call of fewer blocks than 132:
+  # each part's maximum from the sink, its P rounded to bf16 against its own
+  # running maximum, the parts merged in f32), the tiny V4.1 with a window
+  # of 128 and f32 pages: the same attention as the unsplit build's but for
+  # those roundings, so within the bf16 attention's bound (1e-2, as the
+  # batch above) of it and of the CPU's, every prompt (150 tokens: 150
+  # blocks, whole; 90, 20, 130, 64: 2-3 parts; 1) and its generation up to
+  # where greedy choices part; graph replays bit for bit the launched steps.
+  if have w128-split.dsfa w128-whole.dsfa w128-cpu.dsfa; then
+    python3 -c "import random; random.seed(9); spec = [(150, 6), (90, 8), (20, 10), (130, 5), (1, 7), (64, 9)]; open('/tmp/w128prompts', 'w').write(''.join(','.join(str(random.randrange(512)) for _ in range(n)) + ' +' + str(k) + '\n' for n, k in spec))"
+    $R $G/w128-cpu.dsfa --weights $G/weights.safetensors --batch-prompts /tmp/w128prompts --dump-logits $OUT/w128-cb.logits
+    $R $G/w128-whole.dsfa --weights $G/weights.safetensors --batch-prompts /tmp/w128prompts --dump-logits $OUT/w128-wb.logits
+    $R $G/w128-split.dsfa --weights $G/weights.safetensors --batch-prompts /tmp/w128prompts --dump-logits $OUT/w128-sb.logits --timing
+    DSF_CUDA_GRAPHS=0 $R $G/w128-split.dsfa --weights $G/weights.safetensors --batch-prompts /tmp/w128prompts \
+      --dump-logits $OUT/w128-sb-launched.logits
+    wlens=(150 90 20 130 1 64)
+    for s in 0 1 2 3 4 5; do
+      $C $OUT/w128-sb.logits --sequence $s --against $OUT/w128-wb.logits --common-prefix --min-common $((wlens[s] + 1)) \
+        --max-rel 1e-2 --min-argmax 97 || true
+      $C $OUT/w128-sb.logits --sequence $s --against $OUT/w128-cb.logits --common-prefix --min-common $((wlens[s] + 1)) \
+        --max-rel 1e-2 --min-argmax 97 || true
+      $C $OUT/w128-sb-launched.logits --sequence $s --against $OUT/w128-sb.logits --exact || true
+    done
+    compute-sanitizer --tool memcheck --print-limit 5 $R $G/w128-split.dsfa --weights $G/weights.safetensors \
+      --batch-prompts /tmp/w128prompts | tail -1
+  fi
+  if have v4cuda-batch-mma.dsfa cuda-batch-mma.dsfa; then
     compute-sanitizer --tool memcheck --print-limit 5 $R $G/cuda-batch-mma.dsfa --weights $G/weights.safetensors \
       --batch-prompts /tmp/bprompts | tail -1
     compute-sanitizer --tool memcheck --print-limit 5 $R $G/v4cuda-batch-mma.dsfa --weights test/golden/v4-tiny/weights.safetensors \

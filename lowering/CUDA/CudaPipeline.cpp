@@ -43,8 +43,9 @@ LogicalResult mlir::dsf::buildCudaPipelineFromLinalg(OpPassManager &pm, const Cu
   // selected entries one kernel, a block per (token, head), or from
   // --attention-mma-min-tokens tokens (a prefill's; by default in bf16
   // builds) a tensor-core kernel, a block per (token, group of heads), and
-  // so a batched step's from --attention-mma-min-batch sequences
-  // (dsf-gpu-sink-attention), the Sinkhorn rounds of other helpers one kernel
+  // so a batched step's from --attention-mma-min-batch sequences, its
+  // columns split across blocks when the call has fewer blocks than
+  // --attention-split-below-blocks (dsf-gpu-sink-attention), the Sinkhorn rounds of other helpers one kernel
   // (dsf-gpu-fuse-sinkhorn), constants and index computations sunk into each
   // launch before it is outlined (gpu-launch-sink-index-computations:
   // canonicalize hoists them to the host function, and the outlined kernels
@@ -64,7 +65,8 @@ LogicalResult mlir::dsf::buildCudaPipelineFromLinalg(OpPassManager &pm, const Cu
   std::string bf16Copies = options.tileBf16Copies ? "true" : "false";
   std::string text = "canonicalize,convert-bufferization-to-memref,dsf-copies-to-linalg,dsf-gpu-fuse-mhc,dsf-gpu-select-topk,dsf-gpu-route-experts,dsf-gpu-sink-attention{batch-invariant=" + invariant +
                      " mma-min-tokens=" + std::to_string(options.attentionMmaMinTokens) +
-                     " mma-min-batch=" + std::to_string(options.attentionMmaMinBatch) + "},symbol-dce,dsf-gpu-fuse-sinkhorn,"
+                     " mma-min-batch=" + std::to_string(options.attentionMmaMinBatch) +
+                     " split-below-blocks=" + std::to_string(options.attentionSplitBelowBlocks) + "},symbol-dce,dsf-gpu-fuse-sinkhorn,"
                      "dsf-gpu-grouped-experts{batch-invariant=" + invariant + " math=" + options.tileMath + " cp-async=" + cpAsync +
                      " bf16-copies=" + bf16Copies + " min-rows-per-expert=" + std::to_string(options.tileMinRowsPerExpert) +
                      " wide-min-rows-per-expert=" + std::to_string(options.tileWideMinRowsPerExpert) +

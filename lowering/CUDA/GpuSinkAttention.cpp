@@ -448,7 +448,7 @@ struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
       buildSinkAttentionMma(prefill, loc,
                             SinkAttentionMma{a.heads, a.width, a.window, a.k, a.scale, q, window, cache, selection,
                                              sink, out, tokens, rows, entries, a.slots, positions, table,
-                                             a.pageEntries, a.packed});
+                                             a.pageEntries, a.packed, splitBelowBlocks});
       buildSimt(few);
     } else {
       buildSimt(b);
@@ -478,6 +478,12 @@ struct GpuSinkAttentionPass : impl::GpuSinkAttentionBase<GpuSinkAttentionPass> {
       getOperation()->emitError() << getArgument()
                                   << ": mma-min-batch must be a count of sequences >= 0 (0: never), not "
                                   << int64_t(mmaMinBatch);
+      return signalPassFailure();
+    }
+    if (splitBelowBlocks < 0) {
+      getOperation()->emitError() << getArgument()
+                                  << ": split-below-blocks must be a count of blocks >= 0 (0: never), not "
+                                  << int64_t(splitBelowBlocks);
       return signalPassFailure();
     }
     Builder builder(&getContext());

@@ -276,11 +276,40 @@ void buildSinkAttentionMma(OpBuilder &b, Location loc, const SinkAttentionMma &a
                 alphaAt = place(alphaBytes);
   const int64_t sharedBytes = at;
 
+  // The parts a block's columns split into (host values): with fewer
+  // blocks than splitBelowBlocks, ceil(splitBelowBlocks / blocks) parts
+  // at most, each `perPart` chunks, none empty. Without a split the kernel
+  // is built as one part of every chunk, from constants.
   Value one = c(b, 1);
-  auto launch = gpu::LaunchOp::create(b, loc, tokens, c(b, groups), one, c(b, kThreads), one, one,
+  const bool split = a.splitBelowBlocks > 0 && chunks > 1;
+  Value parts = one, perPart, several, partOut, partMax, partSum;
+  auto divUp = [&](OpBuilder &o, Value x, Value y) {
+    return arith::DivUIOp::create(o, loc, sub(o, add(o, x, y), c(o, 1)), y).getResult();
+  };
+  if (split) {
+    Value blocks = arith::MaxUIOp::create(b, loc, mul(b, tokens, c(b, groups)), one);
+    Value wanted = arith::MinUIOp::create(b, loc, divUp(b, c(b, a.splitBelowBlocks), blocks), c(b, chunks));
+    perPart = divUp(b, c(b, chunks), wanted);
+    parts = divUp(b, c(b, chunks), perPart);
+    // Part p of (token t, head h) is row (p tokens + t) heads + h; one row
+    // when the call does not split (the buffers are then not touched).
+    several = cmp(b, arith::CmpIPredicate::ugt, parts, one);
+    Value partRows = select(b, several, mul(b, mul(b, parts, tokens), c(b, a.heads)), one);
+    partOut = memref::AllocOp::create(b, loc, MemRefType::get({ShapedType::kDynamic, D}, f32), ValueRange{partRows});
+    partMax = memref::AllocOp::create(b, loc, MemRefType::get({ShapedType::kDynamic}, f32), ValueRange{partRows});
+    partSum = memref::AllocOp::create(b, loc, MemRefType::get({ShapedType::kDynamic}, f32), ValueRange{partRows});
+  }
+  auto launch = gpu::LaunchOp::create(b, loc, tokens, c(b, groups), parts, c(b, kThreads), one, one,
                                       arith::ConstantIntOp::create(b, loc, i32, sharedBytes).getResult(), nullptr);
   OpBuilder k = OpBuilder::atBlockEnd(&launch.getBody().front());
   Value t = launch.getBlockIds().x, group = launch.getBlockIds().y, tid = launch.getThreadIds().x;
+  // The block's chunks [firstChunk, endChunk).
+  Value firstChunk = c(k, 0), endChunk = c(k, chunks);
+  if (split) {
+    firstChunk = mul(k, launch.getBlockIds().z, perPart);
+    endChunk = arith::MinUIOp::create(k, loc, add(k, firstChunk, perPart), c(k, chunks));
+  }
+  Value firstSlot = split ? arith::RemUIOp::create(k, loc, firstChunk, c(k, 2)).getResult() : c(k, 0);
   Value lane = arith::RemUIOp::create(k, loc, tid, c(k, kWarp));
   Value warp = arith::DivUIOp::create(k, loc, tid, c(k, kWarp));
   Value g = arith::DivUIOp::create(k, loc, lane, c(k, 4)), tq = arith::RemUIOp::create(k, loc, lane, c(k, 4));
@@ -294,7 +323,7 @@ void buildSinkAttentionMma(OpBuilder &b, Location loc, const SinkAttentionMma &a
   };
   Value qs = view(qAt, {HB, rowStride}, bf16), ks = view(kAt, {2, kChunk, rowStride}, bf16);
   Value ps = view(pAt, {HB, pStride}, bf16), valid = view(validAt, {2, kChunk}, i32);
-  Value partMax = view(maxAt, {colGroups, HB}, f32), partSum = view(sumAt, {colGroups, HB}, f32);
+  Value groupMax = view(maxAt, {colGroups, HB}, f32), groupSum = view(sumAt, {colGroups, HB}, f32);
   Value rowMax = view(rowMAt, {2, HB}, f32), alpha = view(alphaAt, {HB}, f32);
   Value minusInf = cf(k, -std::numeric_limits<double>::infinity());
   Value scale = arith::ConstantOp::create(k, loc, a.scale);
@@ -357,7 +386,7 @@ void buildSinkAttentionMma(OpBuilder &b, Location loc, const SinkAttentionMma &a
     });
     NVVM::CpAsyncCommitGroupOp::create(o, loc);
   };
-  copyChunk(k, c(k, 0), c(k, 0));
+  copyChunk(k, firstChunk, firstSlot);
 
   // The group's queries in bf16 (zero past the heads), all loads first; the
   // running maxima start at the sink.
@@ -386,7 +415,7 @@ void buildSinkAttentionMma(OpBuilder &b, Location loc, const SinkAttentionMma &a
     ifThen(k, cmp(k, arith::CmpIPredicate::ult, tid, c(k, HB)), [&](OpBuilder &o) {
       Value h = arith::MinUIOp::create(o, loc, add(o, h0, tid), c(o, a.heads - 1));
       memref::StoreOp::create(o, loc, memref::LoadOp::create(o, loc, a.sink, ValueRange{h}), rowMax,
-                              ValueRange{c(o, 0), tid});
+                              ValueRange{firstSlot, tid});
     });
   }
 
@@ -452,17 +481,17 @@ void buildSinkAttentionMma(OpBuilder &b, Location loc, const SinkAttentionMma &a
   SmallVector<Value> init(size_t(oAccs), cf(k, 0));
   init.append(size_t(sRows), cf(k, 0));
   auto loop = scf::ForOp::create(
-      k, loc, c(k, 0), c(k, chunks), one, init, [&](OpBuilder &o, Location, Value chunk, ValueRange carried) {
+      k, loc, firstChunk, endChunk, c(k, 1), init, [&](OpBuilder &o, Location, Value chunk, ValueRange carried) {
         SmallVector<Value> acc(carried.begin(), carried.begin() + oAccs);
         SmallVector<Value> sums(carried.begin() + oAccs, carried.end());
         Value slot = arith::RemUIOp::create(o, loc, chunk, c(o, 2));
-        Value next = add(o, chunk, one);
+        Value next = add(o, chunk, c(o, 1));
         // a. Chunk `chunk` has arrived (its group is the only one pending)
         // and every thread is done with the chunk before: its slot takes
         // the next chunk.
         NVVM::CpAsyncWaitGroupOp::create(o, loc, 0);
         gpu::BarrierOp::create(o, loc);
-        ifThen(o, cmp(o, arith::CmpIPredicate::ult, next, c(o, chunks)),
+        ifThen(o, cmp(o, arith::CmpIPredicate::ult, next, endChunk),
                [&](OpBuilder &w) { copyChunk(w, next, arith::RemUIOp::create(w, loc, next, c(w, 2))); });
         SmallVector<Value> s(size_t(sAccs), cf(o, 0));
         auto depth = scf::ForOp::create(
@@ -505,7 +534,7 @@ void buildSinkAttentionMma(OpBuilder &b, Location loc, const SinkAttentionMma &a
         for (int64_t r = 0; r < sRows; ++r) {
           Value m = quadCombine(o, rowMaxima[size_t(r)], true);
           ifThen(o, cmp(o, arith::CmpIPredicate::eq, tq, c(o, 0)), [&](OpBuilder &w) {
-            memref::StoreOp::create(w, loc, m, partMax, ValueRange{colGroup, sRow(w, r / 2, r % 2)});
+            memref::StoreOp::create(w, loc, m, groupMax, ValueRange{colGroup, sRow(w, r / 2, r % 2)});
           });
         }
         gpu::BarrierOp::create(o, loc);
@@ -518,7 +547,7 @@ void buildSinkAttentionMma(OpBuilder &b, Location loc, const SinkAttentionMma &a
           Value old = memref::LoadOp::create(o, loc, rowMax, ValueRange{oldSlot, row});
           Value m = old;
           for (int64_t cg = 0; cg < colGroups; ++cg)
-            m = maxf(o, m, memref::LoadOp::create(o, loc, partMax, ValueRange{c(o, cg), row}));
+            m = maxf(o, m, memref::LoadOp::create(o, loc, groupMax, ValueRange{c(o, cg), row}));
           Value rescale = expf(o, old, m);
           Value own = cf(o, 0);
           for (int64_t j = 0; j < nPerWarp; ++j) {
@@ -578,32 +607,115 @@ void buildSinkAttentionMma(OpBuilder &b, Location loc, const SinkAttentionMma &a
   for (int64_t r = 0; r < sRows; ++r) {
     Value sum = quadCombine(k, sums[size_t(r)], false);
     ifThen(k, cmp(k, arith::CmpIPredicate::eq, tq, c(k, 0)), [&](OpBuilder &w) {
-      memref::StoreOp::create(w, loc, sum, partSum, ValueRange{colGroup, sRow(w, r / 2, r % 2)});
+      memref::StoreOp::create(w, loc, sum, groupSum, ValueRange{colGroup, sRow(w, r / 2, r % 2)});
     });
   }
   gpu::BarrierOp::create(k, loc);
-  Value lastSlot = c(k, chunks % 2);
-  for (int64_t i = 0; i < mTiles; ++i)
-    for (int64_t half = 0; half < 2; ++half) {
-      Value row = add(k, c(k, 16 * i + 8 * half), g);
-      Value h = add(k, h0, row);
-      Value inHeads = cmp(k, arith::CmpIPredicate::ult, h, c(k, a.heads));
-      Value hc = arith::MinUIOp::create(k, loc, h, c(k, a.heads - 1));
-      Value m = memref::LoadOp::create(k, loc, rowMax, ValueRange{lastSlot, row});
-      Value denom = expf(k, memref::LoadOp::create(k, loc, a.sink, ValueRange{hc}), m);
-      for (int64_t cg = 0; cg < colGroups; ++cg)
-        denom = addf(k, denom, memref::LoadOp::create(k, loc, partSum, ValueRange{c(k, cg), row}));
-      ifThen(k, inHeads, [&](OpBuilder &w) {
-        for (int64_t j = 0; j < pvTiles; ++j) {
-          size_t n = size_t(4 * (i * pvTiles + j) + 2 * half);
-          Value x = arith::DivFOp::create(w, loc, acc[n], denom), y = arith::DivFOp::create(w, loc, acc[n + 1], denom);
-          Value pair = vector::FromElementsOp::create(w, loc, VectorType::get({2}, f32), ValueRange{x, y});
-          Value d = add(w, add(w, dCol0, c(w, 8 * j)), mul(w, tq, c(w, 2)));
-          vector::StoreOp::create(w, loc, pair, a.out, ValueRange{t, h, d}, false, llvm::MaybeAlign(8));
-        }
-      });
-    }
+  Value lastSlot = split ? arith::RemUIOp::create(k, loc, endChunk, c(k, 2)).getResult() : c(k, chunks % 2);
+  // The group's rows: whole, O / (exp(sink - m) + the sums) into the
+  // output; or a part's, O, m and the sums (without the sink) into the
+  // parts' buffers (one warp the maxima and sums: every warp holds every
+  // row).
+  auto storeRows = [&](OpBuilder &o, bool whole) {
+    for (int64_t i = 0; i < mTiles; ++i)
+      for (int64_t half = 0; half < 2; ++half) {
+        Value row = add(o, c(o, 16 * i + 8 * half), g);
+        Value h = add(o, h0, row);
+        Value inHeads = cmp(o, arith::CmpIPredicate::ult, h, c(o, a.heads));
+        Value hc = arith::MinUIOp::create(o, loc, h, c(o, a.heads - 1));
+        Value m = memref::LoadOp::create(o, loc, rowMax, ValueRange{lastSlot, row});
+        Value denom = whole ? expf(o, memref::LoadOp::create(o, loc, a.sink, ValueRange{hc}), m)
+                            : memref::LoadOp::create(o, loc, groupSum, ValueRange{c(o, 0), row}).getResult();
+        for (int64_t cg = whole ? 0 : 1; cg < colGroups; ++cg)
+          denom = addf(o, denom, memref::LoadOp::create(o, loc, groupSum, ValueRange{c(o, cg), row}));
+        ifThen(o, inHeads, [&](OpBuilder &w) {
+          Value partRow;
+          if (!whole) {
+            partRow = add(w, mul(w, add(w, mul(w, launch.getBlockIds().z, tokens), t), c(w, a.heads)), h);
+            ifThen(w,
+                   arith::AndIOp::create(w, loc, cmp(w, arith::CmpIPredicate::eq, warp, c(w, 0)),
+                                         cmp(w, arith::CmpIPredicate::eq, tq, c(w, 0))),
+                   [&](OpBuilder &y) {
+                     memref::StoreOp::create(y, loc, m, partMax, ValueRange{partRow});
+                     memref::StoreOp::create(y, loc, denom, partSum, ValueRange{partRow});
+                   });
+          }
+          for (int64_t j = 0; j < pvTiles; ++j) {
+            size_t n = size_t(4 * (i * pvTiles + j) + 2 * half);
+            Value x = acc[n], y = acc[n + 1];
+            if (whole) {
+              x = arith::DivFOp::create(w, loc, x, denom);
+              y = arith::DivFOp::create(w, loc, y, denom);
+            }
+            Value pair = vector::FromElementsOp::create(w, loc, VectorType::get({2}, f32), ValueRange{x, y});
+            Value d = add(w, add(w, dCol0, c(w, 8 * j)), mul(w, tq, c(w, 2)));
+            if (whole)
+              vector::StoreOp::create(w, loc, pair, a.out, ValueRange{t, h, d}, false, llvm::MaybeAlign(8));
+            else
+              vector::StoreOp::create(w, loc, pair, partOut, ValueRange{partRow, d}, false, llvm::MaybeAlign(8));
+          }
+        });
+      }
+  };
+  if (!split) {
+    storeRows(k, true);
+  } else {
+    auto onePart = scf::IfOp::create(k, loc, TypeRange{}, cmp(k, arith::CmpIPredicate::eq, parts, c(k, 1)),
+                                     /*withElse=*/true);
+    OpBuilder whole = onePart.getThenBodyBuilder(), part = onePart.getElseBodyBuilder();
+    storeRows(whole, true);
+    storeRows(part, false);
+  }
   gpu::TerminatorOp::create(k, loc);
+
+  // 3. With parts, their merge: a thread per (token, head, four channels),
+  // the maximum over the parts, then the sink's term and each part's sum
+  // and output rescaled by exp(its maximum - the maximum), in part order.
+  if (split) {
+    auto merge = scf::IfOp::create(b, loc, TypeRange{}, several, /*withElse=*/false);
+    OpBuilder h = merge.getThenBodyBuilder();
+    const int64_t perHead = D / kConvertLanes;
+    Value tokenHeads = mul(h, tokens, c(h, a.heads));
+    Value quads = mul(h, tokenHeads, c(h, perHead));
+    Value hOne = c(h, 1);
+    auto mergeLaunch = gpu::LaunchOp::create(h, loc, ceilDiv(h, loc, quads, kThreads), hOne, hOne, c(h, kThreads),
+                                             hOne, hOne);
+    OpBuilder m = OpBuilder::atBlockEnd(&mergeLaunch.getBody().front());
+    Value i = add(m, mul(m, mergeLaunch.getBlockIds().x, c(m, kThreads)), mergeLaunch.getThreadIds().x);
+    ifThen(m, cmp(m, arith::CmpIPredicate::ult, i, quads), [&](OpBuilder &o) {
+      Value row = arith::DivUIOp::create(o, loc, i, c(o, perHead));
+      Value d = mul(o, arith::RemUIOp::create(o, loc, i, c(o, perHead)), c(o, kConvertLanes));
+      Value head = arith::RemUIOp::create(o, loc, row, c(o, a.heads));
+      Value token = arith::DivUIOp::create(o, loc, row, c(o, a.heads));
+      auto partRow = [&](OpBuilder &w, Value p) { return add(w, mul(w, p, tokenHeads), row); };
+      auto most = scf::ForOp::create(
+          o, loc, c(o, 1), parts, c(o, 1), ValueRange{memref::LoadOp::create(o, loc, partMax, ValueRange{row})},
+          [&](OpBuilder &w, Location, Value p, ValueRange carried) {
+            Value x = memref::LoadOp::create(w, loc, partMax, ValueRange{partRow(w, p)});
+            scf::YieldOp::create(w, loc, ValueRange{maxf(w, carried[0], x)});
+          });
+      Value top = most.getResult(0);
+      Value denom0 = expf(o, memref::LoadOp::create(o, loc, a.sink, ValueRange{head}), top);
+      Value zero = arith::ConstantOp::create(o, loc, DenseElementsAttr::get(vec4, 0.0f));
+      auto sums = scf::ForOp::create(
+          o, loc, c(o, 0), parts, c(o, 1), ValueRange{denom0, zero},
+          [&](OpBuilder &w, Location, Value p, ValueRange carried) {
+            Value at = partRow(w, p);
+            Value weight = expf(w, memref::LoadOp::create(w, loc, partMax, ValueRange{at}), top);
+            Value denom = addf(w, carried[0], mulf(w, memref::LoadOp::create(w, loc, partSum, ValueRange{at}), weight));
+            Value rows4 = load4(w, partOut, at, d);
+            Value scaled = arith::MulFOp::create(w, loc, rows4, vector::BroadcastOp::create(w, loc, vec4, weight));
+            scf::YieldOp::create(w, loc, ValueRange{denom, arith::AddFOp::create(w, loc, carried[1], scaled).getResult()});
+          });
+      Value result = arith::DivFOp::create(o, loc, sums.getResult(1),
+                                           vector::BroadcastOp::create(o, loc, vec4, sums.getResult(0)));
+      vector::StoreOp::create(o, loc, result, a.out, ValueRange{token, head, d}, false, llvm::MaybeAlign(16));
+    });
+    gpu::TerminatorOp::create(m, loc);
+    memref::DeallocOp::create(b, loc, partOut);
+    memref::DeallocOp::create(b, loc, partMax);
+    memref::DeallocOp::create(b, loc, partSum);
+  }
   memref::DeallocOp::create(b, loc, kv);
   if (validRows)
     memref::DeallocOp::create(b, loc, validRows);

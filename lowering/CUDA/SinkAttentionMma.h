@@ -42,6 +42,13 @@ struct SinkAttentionMma {
   Value positions, pageTable;
   int64_t pageEntries = 0;
   std::optional<lowering::PackedCodes> packed;
+  /// With > 0, a call whose blocks (tokens x head groups) are fewer splits
+  /// its chunks of columns across up to ceil(splitBelowBlocks / blocks)
+  /// blocks each (flash-decoding): each part's unnormalized output, maximum
+  /// and sum, then a kernel that merges the parts in order. A decode's one
+  /// query per sequence is otherwise one block per sequence on a GPU of
+  /// 132 SMs. 0: one block per (token, group) always.
+  int64_t splitBelowBlocks = 0;
 };
 
 /// Whether the tensor-core kernel takes these sizes: widths a multiple of
@@ -55,7 +62,10 @@ bool sinkAttentionMmaFits(int64_t heads, int64_t width);
 /// after the attention), then the attention kernel. For slots the first
 /// kernel gathers each sequence's columns instead (its band's ring rows,
 /// its entries' page rows decoded) into [tokens x columns] bf16 rows and
-/// their validity.
+/// their validity. With `splitBelowBlocks` and more than one chunk of
+/// columns, the attention kernel's grid has a third dimension, the parts,
+/// chosen on the host from the tokens; with more than one part a third
+/// kernel merges them.
 void buildSinkAttentionMma(OpBuilder &b, Location loc, const SinkAttentionMma &a);
 
 } // namespace mlir::dsf

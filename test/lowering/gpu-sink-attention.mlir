@@ -5,6 +5,7 @@
 // RUN: dsf-opt %s --dsf-gpu-sink-attention="mma-min-tokens=64" --split-input-file -verify-diagnostics | FileCheck %s --check-prefix=MMA64
 // RUN: dsf-opt %s --dsf-gpu-sink-attention="mma-min-tokens=16 batch-invariant=true" --split-input-file -verify-diagnostics | FileCheck %s --check-prefix=MMAINVARIANT
 // RUN: dsf-opt %s --dsf-gpu-sink-attention="mma-min-batch=8" --split-input-file -verify-diagnostics | FileCheck %s --check-prefix=BATCHMMA
+// RUN: dsf-opt %s --dsf-gpu-sink-attention="mma-min-tokens=1 split-below-blocks=132" --split-input-file -verify-diagnostics | FileCheck %s --check-prefix=SPLIT
 // RUN: dsf-opt %s --dsf-gpu-sink-attention="mma-min-batch=8 batch-invariant=true" --split-input-file -verify-diagnostics | FileCheck %s --check-prefix=BATCHINVARIANT
 
 // Sink attention over a band of 4 window rows and 8 selected entries becomes
@@ -191,6 +192,68 @@ func.func private @dsf_attention_h4_d128_w16_k8_s3e000000(%q: memref<?x4x128xf32
                                                          %cache: memref<?x128xf32>, %sel: memref<?x8xi32>,
                                                          %sink: memref<4xf32>) -> memref<?x4x128xf32>
     attributes {dsf.attention = {heads = 4 : i64, width = 128 : i64, window = 16 : i64, k = 8 : i64, scale = 0.125 : f32}} {
+  %c0 = arith.constant 0 : index
+  %t = memref.dim %q, %c0 : memref<?x4x128xf32>
+  %o = memref.alloc(%t) : memref<?x4x128xf32>
+  return %o : memref<?x4x128xf32>
+}
+
+// -----
+
+// split-below-blocks: 64 band columns and 64 entries are two chunks of 64,
+// so a call of fewer than 132 blocks (tokens x one group of 16 heads) splits
+// them into parts: the parts chosen on the host from the tokens, the grid's
+// third dimension the part, a block its chunks [part x per, min(+ per, 2)),
+// its running maximum from the sink at the first chunk's slot; one part
+// stores O / denominator as before, several their O, maximum and sum (no
+// sink), merged by a third kernel when there are several. One chunk of
+// columns (the case above) builds the kernel without parts.
+// SPLIT-LABEL: func.func private @dsf_attention_h4_d128_w16_k8_s3e000000
+// SPLIT-NOT: memref<?xf32>
+// SPLIT: return
+// SPLIT-LABEL: func.func private @dsf_attention_h4_d128_w64_k64_s3e000000
+// SPLIT: %[[T:.*]] = memref.dim %arg0, %c0
+// SPLIT: scf.if
+// SPLIT: gpu.launch
+// SPLIT: %[[BLOCKS:.*]] = arith.maxui %{{.*}}, %c1
+// SPLIT: %[[WANTED:.*]] = arith.divui %{{.*}}, %[[BLOCKS]]
+// SPLIT: %[[MOST:.*]] = arith.minui %[[WANTED]], %c2
+// SPLIT: %[[PER:.*]] = arith.divui %{{.*}}, %[[MOST]]
+// SPLIT: %[[PARTS:.*]] = arith.divui %{{.*}}, %[[PER]]
+// SPLIT: %[[SEVERAL:.*]] = arith.cmpi ugt, %[[PARTS]], %c1
+// SPLIT: %[[PROWS:.*]] = arith.select %[[SEVERAL]]
+// SPLIT: %[[POUT:.*]] = memref.alloc(%[[PROWS]]) : memref<?x128xf32>
+// SPLIT: %[[PMAX:.*]] = memref.alloc(%[[PROWS]]) : memref<?xf32>
+// SPLIT: %[[PSUM:.*]] = memref.alloc(%[[PROWS]]) : memref<?xf32>
+// SPLIT: gpu.launch blocks(%{{.*}}, %{{.*}}, %[[PART:.*]]) in (%{{.*}} = %[[T]], %{{.*}} = %c1{{(_[0-9]+)?}}, %{{.*}} = %[[PARTS]])
+// SPLIT: %[[FIRST:.*]] = arith.muli %[[PART]], %[[PER]]
+// SPLIT: %[[END:.*]] = arith.minui %{{.*}}, %c2
+// SPLIT: scf.for %{{.*}} = %[[FIRST]] to %[[END]]
+// SPLIT: %[[ONE:.*]] = arith.cmpi eq, %[[PARTS]], %c1
+// SPLIT: scf.if %[[ONE]] {
+// SPLIT: arith.divf
+// SPLIT: vector.store %{{.*}}, %{{.*}} : memref<?x4x128xf32>, vector<2xf32>
+// SPLIT: } else {
+// SPLIT: memref.store %{{.*}}, %[[PMAX]]
+// SPLIT: memref.store %{{.*}}, %[[PSUM]]
+// SPLIT-NOT: arith.divf
+// SPLIT: vector.store %{{.*}}, %[[POUT]]
+// SPLIT: gpu.terminator
+// SPLIT: scf.if %[[SEVERAL]] {
+// SPLIT: gpu.launch
+// SPLIT: scf.for
+// SPLIT: memref.load %[[PMAX]]
+// SPLIT: arith.maximumf
+// SPLIT: scf.for
+// SPLIT: memref.load %[[PSUM]]
+// SPLIT: vector.load %[[POUT]]
+// SPLIT: arith.divf %{{.*}} : vector<4xf32>
+// SPLIT: vector.store %{{.*}} : memref<?x4x128xf32>, vector<4xf32>
+// SPLIT: memref.dealloc %[[POUT]]
+func.func private @dsf_attention_h4_d128_w64_k64_s3e000000(%q: memref<?x4x128xf32>, %win: memref<?x128xf32>,
+                                                          %cache: memref<?x128xf32>, %sel: memref<?x64xi32>,
+                                                          %sink: memref<4xf32>) -> memref<?x4x128xf32>
+    attributes {dsf.attention = {heads = 4 : i64, width = 128 : i64, window = 64 : i64, k = 64 : i64, scale = 0.125 : f32}} {
   %c0 = arith.constant 0 : index
   %t = memref.dim %q, %c0 : memref<?x4x128xf32>
   %o = memref.alloc(%t) : memref<?x4x128xf32>

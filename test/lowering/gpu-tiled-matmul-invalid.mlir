@@ -7,6 +7,7 @@
 // RUN: not dsf-opt %s --dsf-gpu-grouped-experts="wide-min-rows-per-expert=-7" 2>&1 | FileCheck --check-prefix=WIDE %s
 // RUN: not dsf-opt %s --dsf-gpu-sink-attention="mma-min-tokens=-1" 2>&1 | FileCheck --check-prefix=MMAMIN %s
 // RUN: not dsf-opt %s --dsf-gpu-sink-attention="mma-min-batch=-3" 2>&1 | FileCheck --check-prefix=MMABATCH %s
+// RUN: not dsf-opt %s --dsf-gpu-sink-attention="split-below-blocks=-132" 2>&1 | FileCheck --check-prefix=SPLITBLOCKS %s
 
 // The tiled kernels' arithmetic is f32, tf32, 3xtf32 or bf16; anything else is an
 // error naming the pass and the value.
@@ -25,3 +26,4 @@ module {
 // negative one is an error naming the pass and the value.
 // MMAMIN: error: dsf-gpu-sink-attention: mma-min-tokens must be a count of tokens >= 0 (0: never), not -1
 // MMABATCH: error: dsf-gpu-sink-attention: mma-min-batch must be a count of sequences >= 0 (0: never), not -3
+// SPLITBLOCKS: error: dsf-gpu-sink-attention: split-below-blocks must be a count of blocks >= 0 (0: never), not -132
