@@ -104,7 +104,7 @@ prepare)
   build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cuda $BF16 $SIMT_ATTENTION -o $G/v4small-cuda-bf16-simt-attention.dsfa
   build/bin/dsf-compile models/deepseek-v4-tiny --no-kv-quant --target=cuda --no-batch-decode --attention-mma-min-tokens=16 -o $G/v4cuda-mma-attention.dsfa
   # The tensor-core attention with its columns split across blocks
-  # (--attention-split-below-blocks, 132 by default): the tiny V4.1 with a
+  # (--attention-split-below-blocks=132): the tiny V4.1 with a
   # window of 128 (its attentions 128 and 136 columns: two and three chunks
   # of 64; the tiny model's 16 + 8 are one chunk, which never splits),
   # quantizers off, its prefills from 16 tokens and its batches on the
@@ -112,7 +112,7 @@ prepare)
   mkdir -p build/v41-w128
   python3 -c "import json; c = json.load(open('models/deepseek-v4.1-tiny/config.json')); c['sliding_window'] = 128; json.dump(c, open('build/v41-w128/config.json', 'w'), indent=1)"
   W128="build/v41-w128 --no-kv-quant --target=cuda --attention-mma-min-tokens=16 --attention-mma-min-batch=1"
-  build/bin/dsf-compile $W128 -o $G/w128-split.dsfa
+  build/bin/dsf-compile $W128 --attention-split-below-blocks=132 -o $G/w128-split.dsfa
   build/bin/dsf-compile $W128 --attention-split-below-blocks=0 -o $G/w128-whole.dsfa
   build/bin/dsf-compile build/v41-w128 --no-kv-quant --target=cpu -o $G/w128-cpu.dsfa
   fi

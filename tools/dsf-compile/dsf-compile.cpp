@@ -132,6 +132,13 @@ cl::opt<long> attentionMmaMinTokens("attention-mma-min-tokens",
                                              "token and group of heads), fewer on the SIMT kernels (f32); 0: never. "
                                              "Default 16 with --tile-math=bf16, else 0"),
                                     cl::init(0), cl::cat(dsfCategory));
+cl::opt<long> attentionSplitBelowBlocks(
+    "attention-split-below-blocks",
+    cl::desc("--target=cuda: a tensor-core attention call of fewer blocks (tokens x groups of heads) than this "
+             "splits its columns across blocks, ceil(this / blocks) parts at most, merged by a second kernel "
+             "(flash-decoding: a decode's one query a sequence is otherwise a block a sequence); 0: never. "
+             "Default 0 until measured on the H200; 132 is its SM count"),
+    cl::init(0), cl::cat(dsfCategory));
 cl::opt<long> attentionMmaMinBatch("attention-mma-min-batch",
                                    cl::desc("--target=cuda: a batched decode step of this many sequences or more "
                                             "runs its sink attention on the tensor cores (the sequences' columns "
@@ -255,6 +262,7 @@ int compileArtifact(mlir::ModuleOp module, const dsf::ModelConfig &config,
       attentionMmaMinTokens.getNumOccurrences() ? long(attentionMmaMinTokens) : (tileMath == "bf16" ? 16 : 0);
   cudaOptions.attentionMmaMinBatch =
       attentionMmaMinBatch.getNumOccurrences() ? long(attentionMmaMinBatch) : (tileMath == "bf16" ? 1 : 0);
+  cudaOptions.attentionSplitBelowBlocks = attentionSplitBelowBlocks;
   if (cuda && !cudaOptions.emitPtx && !llvm::sys::fs::exists(cudaToolkit + "/bin/ptxas"))
     return error("--target=cuda: no ptxas in " + cudaToolkit + "/bin (give the toolkit with --cuda-toolkit)");
   if (failed(mlir::applyPassManagerCLOptions(toLlvm)) ||
@@ -379,6 +387,11 @@ int main(int argc, char **argv) {
                  std::to_string(attentionMmaMinBatch));
   if (attentionMmaMinBatch.getNumOccurrences() && target != "cuda")
     return error("--attention-mma-min-batch chooses the attention kernels of --target=cuda");
+  if (attentionSplitBelowBlocks < 0)
+    return error("--attention-split-below-blocks: expected a count of blocks >= 0 (0: never), not " +
+                 std::to_string(attentionSplitBelowBlocks));
+  if (attentionSplitBelowBlocks.getNumOccurrences() && target != "cuda")
+    return error("--attention-split-below-blocks chooses the attention kernels of --target=cuda");
   if (noCpAsync && tileMath != "bf16")
     return error("--no-cp-async chooses how the bf16 tiles are staged: it needs --target=cuda --tile-math=bf16");
   if (launchDependents != "at-entry" && launchDependents != "at-exit")
