@@ -98,6 +98,8 @@ for _ in range(rounds):
             samples[name].setdefault(batch, []).append(step[0])
             launches[name][batch] = step[2]
         tokens[name] = out.split()
+        # Progress on stdout, so a run cut off by its time limit still shows the steps measured.
+        print(f"{name}: " + ", ".join(f"batch {b} {s[-1]:.2f} ms" for b, s in sorted(samples[name].items())), flush=True)
 steps = {name: {batch: sorted(s)[len(s) // 2] for batch, s in by_batch.items()} for name, by_batch in samples.items()}
 
 say(f"## Step time, a {context}-token prompt decoded as {batch_list} sequences")
