@@ -158,7 +158,7 @@ run)
   }
   nvidia-smi --query-gpu=name,driver_version --format=csv | tee $log
   python3 - <<PY
-import sys; sys.path.insert(0, '$G')
+import sys; sys.path.insert(0, 'test/reference')  # the tree's reader, as the checker is
 import safetensors_io as s
 for tag, f in [('', '$G/io'), ('v4', 'test/golden/v4-tiny/io')]:
     ids = s.load(f + '.safetensors')['input_ids']
