@@ -113,6 +113,8 @@ prepare)
   python3 -c "import json; c = json.load(open('models/deepseek-v4.1-tiny/config.json')); c['sliding_window'] = 128; json.dump(c, open('build/v41-w128/config.json', 'w'), indent=1)"
   W128="build/v41-w128 --no-kv-quant --target=cuda --attention-mma-min-tokens=16 --attention-mma-min-batch=1"
   build/bin/dsf-compile $W128 --attention-split-below-blocks=132 -o $G/w128-split.dsfa
+  # Its PTX, for the split helpers' kernels alone against NumPy (attention_kernel_check.py).
+  build/bin/dsf-compile $W128 --attention-split-below-blocks=132 --emit=ptx -o $G/w128-split.ptx
   build/bin/dsf-compile $W128 --attention-split-below-blocks=0 -o $G/w128-whole.dsfa
   build/bin/dsf-compile build/v41-w128 --no-kv-quant --target=cpu -o $G/w128-cpu.dsfa
   fi
@@ -488,12 +490,28 @@ PY
   fi
   # The attention split across blocks (a call of fewer blocks than 132:
   # each part's maximum from the sink, its P rounded to bf16 against its own
-  # running maximum, the parts merged in f32), the tiny V4.1 with a window
-  # of 128 and f32 pages: the same attention as the unsplit build's but for
-  # those roundings, so within the bf16 attention's bound (1e-2, as the
-  # batch above) of it and of the CPU's, every prompt (150 tokens: 150
-  # blocks, whole; 90, 20, 130, 64: 2-3 parts; 1) and its generation up to
-  # where greedy choices part; graph replays bit for bit the launched steps.
+  # running maximum, the parts merged in f32). First its kernels alone
+  # against NumPy (attention_kernel_check.py, as test/cuda/attention-kernel.test):
+  # every prefill helper's cases of 16-130 tokens in 2-3 parts and 300 in
+  # one, every batched step's in 2-3, within 1e-2 of the same math rounded
+  # to bf16 (a part lost, counted twice or merged with the wrong weight is
+  # off by its share of the output). Then the tiny V4.1 with a window of 128
+  # and f32 pages, six prompts (150 tokens: 150 blocks, whole; 90, 20, 130,
+  # 64: 2-3 parts; 1) and their generations up to where greedy choices part:
+  # the split against the unsplit build, another rounding of the same bf16
+  # attention, to the bound of the quantized model's decode against its
+  # prefill (1e-1, 95 %: 1.4e-2 and 3.2e-2 on the H100, 2026-12-06); each
+  # against the CPU to the bf16 builds' 0.5 and 60 % (the bf16 attention
+  # alone takes this random-weight model 1.5e-1 from the CPU on a 150-token
+  # prompt: bench/results/gpu-fused-consumers.md); graph replays bit for bit
+  # the launched steps.
+  if have w128-split.ptx; then
+    for h in dsf_attention_h4_d128_w128_k0_s3db504f3 dsf_attention_h4_d128_w128_k8_s3db504f3 \
+             dsf_attention_slots_h4_d128_w128_k0_s3db504f3_e0 dsf_attention_slots_h4_d128_w128_k8_s3db504f3_e32; do
+      python3 test/cuda/Inputs/attention_kernel_check.py $G/w128-split.ptx $h --split-below-blocks 132 \
+        || echo "attention_kernel_check $h FAILED"
+    done
+  fi
   if have w128-split.dsfa w128-whole.dsfa w128-cpu.dsfa; then
     python3 -c "import random; random.seed(9); spec = [(150, 6), (90, 8), (20, 10), (130, 5), (1, 7), (64, 9)]; open('/tmp/w128prompts', 'w').write(''.join(','.join(str(random.randrange(512)) for _ in range(n)) + ' +' + str(k) + '\n' for n, k in spec))"
     $R $G/w128-cpu.dsfa --weights $G/weights.safetensors --batch-prompts /tmp/w128prompts --dump-logits $OUT/w128-cb.logits
@@ -503,10 +521,10 @@ PY
       --dump-logits $OUT/w128-sb-launched.logits
     wlens=(150 90 20 130 1 64)
     for s in 0 1 2 3 4 5; do
-      $C $OUT/w128-sb.logits --sequence $s --against $OUT/w128-wb.logits --common-prefix --min-common $((wlens[s] + 1)) \
-        --max-rel 1e-2 --min-argmax 97 || true
-      $C $OUT/w128-sb.logits --sequence $s --against $OUT/w128-cb.logits --common-prefix --min-common $((wlens[s] + 1)) \
-        --max-rel 1e-2 --min-argmax 97 || true
+      common="--sequence $s --common-prefix --min-common $((wlens[s] + 1))"
+      $C $OUT/w128-sb.logits $common --against $OUT/w128-wb.logits --max-rel 1e-1 --min-argmax 95 || true
+      $C $OUT/w128-wb.logits $common --against $OUT/w128-cb.logits --max-rel 0.5 --min-argmax 60 || true
+      $C $OUT/w128-sb.logits $common --against $OUT/w128-cb.logits --max-rel 0.5 --min-argmax 60 || true
       $C $OUT/w128-sb-launched.logits --sequence $s --against $OUT/w128-sb.logits --exact || true
     done
     compute-sanitizer --tool memcheck --print-limit 5 $R $G/w128-split.dsfa --weights $G/weights.safetensors \

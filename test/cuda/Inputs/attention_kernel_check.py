@@ -13,6 +13,7 @@ columns and their row-valid flags must equal NumPy's exactly, the output
 be within --max-rel of the same math.
 
 usage: attention_kernel_check.py KERNELS.ptx HELPER [--seed N] [--max-rel R] [--inputs CAPTURE.npz] [--module CUBIN]
+                                 [--split-below-blocks N]
   HELPER: the helper's name, e.g. dsf_attention_h4_d128_w8_k8_s3db504f3
   (heads, width, window, k, the scale's f32 bits), or a batched step's,
   dsf_attention_slots_h4_d128_w16_k8_s3db504f3_e32_nvfp4 (and the page's
@@ -23,6 +24,13 @@ usage: attention_kernel_check.py KERNELS.ptx HELPER [--seed N] [--max-rel R] [--
   helper's shape (capture_v4_attention.py: the NumPy reference's inputs).
   --module: load the kernels from this file (say ptxas's cubin of the same
   PTX) rather than JIT-compiling the helper's PTX.
+  --split-below-blocks: the dsf-compile --attention-split-below-blocks the
+  PTX was built with, for a helper of more than one chunk of 64 columns:
+  the attention then runs over (tokens, groups, parts) blocks, each part's
+  unnormalized output, maximum and sum stored, and a third kernel (the
+  launch after the attention's) merges them; the parts are computed here
+  as the host function computes them. Its cases have fewer blocks than N
+  (the split) and, for a prefill's helper, one of more (one part).
 
 Only libcuda (ctypes) and NumPy: no CUDA toolkit, no PyTorch. The kernels'
 parameters are the outlined launches' captured values in the order
@@ -56,6 +64,12 @@ if len(sys.argv) < 3:
     fail("usage: attention_kernel_check.py KERNELS.ptx HELPER [--seed N] [--max-rel R] [--inputs CAPTURE.npz] [--module CUBIN]")
 ptx_path, helper = sys.argv[1], sys.argv[2]
 seed, max_rel = int(option("--seed", "1")), float(option("--max-rel", "1e-2"))
+try:
+    split_below = int(option("--split-below-blocks", "0"))
+except ValueError:
+    split_below = -1
+if split_below < 0:
+    fail(f"--split-below-blocks: expected a count of blocks >= 0, not {option('--split-below-blocks', '')}")
 shape = re.fullmatch(r"dsf_attention_(slots_)?h(\d+)_d(\d+)_w(\d+)_k(\d+)_s([0-9a-f]{8})(?:_e(\d+)(_nvfp4)?)?", helper)
 if not shape or bool(shape.group(1)) != (shape.group(7) is not None):
     fail(f"{helper}: not a sink attention helper's name (dsf_attention_hH_dD_wW_kK_sSCALE, or "
@@ -89,6 +103,25 @@ convert = f"{stem}_{int(index) - 1}"
 if convert not in kernels or "cvt.rn.bf16x2" not in kernels[convert][0]:
     fail(f"{ptx_path}: no conversion kernel {convert} before {attention}")
 module_text = header.group(0) + kernels[convert][0] + kernels[attention][0]
+# The split (SinkAttentionMma.cpp): built for helpers of more than one chunk
+# when --attention-split-below-blocks > 0; its attention kernel takes the
+# parts' size and count and their three buffers (19 parameters more), and a
+# merge kernel follows it.
+CHUNK, MERGE_PARAMETERS, SPLIT_PARAMETERS = 64, 34, 19
+chunks = (W + K + CHUNK - 1) // CHUNK
+whole_parameters = 35 if slots else 31 if K == 0 else 39
+split = kernels[attention][1] == whole_parameters + SPLIT_PARAMETERS
+if split and split_below == 0:
+    fail(f"{attention}: the split attention ({kernels[attention][1]} parameters): give the "
+         "--attention-split-below-blocks it was built with as --split-below-blocks N")
+if split_below > 0 and chunks > 1 and not split:
+    fail(f"{attention}: {kernels[attention][1]} parameters, not the split attention's "
+         f"{whole_parameters + SPLIT_PARAMETERS}: was it built with --attention-split-below-blocks={split_below}?")
+merge = f"{stem}_{int(index) + 1}"
+if split:
+    if merge not in kernels or kernels[merge][1] != MERGE_PARAMETERS or "ldmatrix" in kernels[merge][0]:
+        fail(f"{ptx_path}: no merge kernel {merge} ({MERGE_PARAMETERS} parameters) after {attention}")
+    module_text += kernels[merge][0]
 
 try:
     cu = ctypes.CDLL("libcuda.so.1")
@@ -148,7 +181,9 @@ def launch(name, grid, threads, shared, params, expected):
         check(cu.cuFuncSetAttribute(function, 8, shared), "cuFuncSetAttribute " + name)  # max dynamic shared bytes
     values = [ctypes.c_uint64(int(p)) for p in params]
     pointers = (ctypes.c_void_p * len(values))(*[ctypes.cast(ctypes.byref(v), ctypes.c_void_p) for v in values])
-    check(cu.cuLaunchKernel(function, grid[0], grid[1], 1, threads, 1, 1, shared, None, pointers, None), "launch " + name)
+    grid = tuple(grid) + (1,) * (3 - len(grid))
+    check(cu.cuLaunchKernel(function, grid[0], grid[1], grid[2], threads, 1, 1, shared, None, pointers, None),
+          "launch " + name)
     check(cu.cuCtxSynchronize(), name)
 
 
@@ -164,29 +199,68 @@ def shared_bytes():
     return at, hb
 
 
+class Parts:
+    """The parts of an attention call of `tokens` rows, as the host function
+    computes them: fewer blocks (tokens x groups) than --split-below-blocks
+    split the chunks into ceil(N / blocks) parts at most, `per_part` chunks
+    each, none empty; the buffers NaN, so a part row not stored shows."""
+
+    def __init__(self, tokens, groups):
+        self.count, self.per_part = 1, chunks
+        if split:
+            wanted = min(-(-split_below // max(tokens * groups, 1)), chunks)
+            self.per_part = -(-chunks // wanted)
+            self.count = -(-chunks // self.per_part)
+        rows = self.count * tokens * H if self.count > 1 else 1
+        self.out = Buffer(np.full((rows, D), np.nan, np.float32))
+        self.max, self.sum = Buffer(np.full(rows, np.nan, np.float32)), Buffer(np.full(rows, np.nan, np.float32))
+        self.tokens = tokens
+
+    def merge(self, sink, out):
+        """The merge kernel, when there are parts to merge."""
+        if self.count > 1:
+            quads = self.tokens * H * (D // 4)
+            launch(merge, ((quads + 255) // 256, 1), 256, 0,
+                   [quads] + self.max.desc() + [self.tokens * H, self.count] + sink.desc() + self.sum.desc()
+                   + self.out.desc() + out.desc(), MERGE_PARAMETERS)
+
+
 def run(q, rows, cache, selection, sink):
-    """The helper's two kernels on these inputs: its output [tokens, H, D] and
-    the converted rows (bf16 bits widened to float32)."""
+    """The helper's kernels on these inputs: its output [tokens, H, D], the
+    converted rows (bf16 bits widened to float32) and the attention's parts."""
     tokens, rows_n = q.shape[0], rows.shape[0]
     bq, brows, bsink = Buffer(q), Buffer(rows), Buffer(sink)
     out = Buffer(np.full((tokens, H, D), np.nan, np.float32))
     shared, hb = shared_bytes()
     groups = (H + hb - 1) // hb
+    parts = Parts(tokens, groups)
     if K == 0:
         kv = Buffer(np.zeros((rows_n, D), np.uint16))
         quads = rows_n * D // 4
         launch(convert, ((quads + 255) // 256, 1), 256, 0, [quads] + brows.desc() + kv.desc(), 15)
-        launch(attention, (tokens, groups), 256, shared,
-               bq.desc() + [rows_n] + kv.desc() + bsink.desc() + out.desc(), 31)
+        if split:
+            launch(attention, (tokens, groups, parts.count), 256, shared,
+                   bq.desc() + [parts.per_part, rows_n] + kv.desc() + bsink.desc() + [parts.count] + out.desc()
+                   + parts.max.desc() + parts.sum.desc() + parts.out.desc(), 50)
+            parts.merge(bsink, out)
+        else:
+            launch(attention, (tokens, groups), 256, shared,
+                   bq.desc() + [rows_n] + kv.desc() + bsink.desc() + out.desc(), 31)
     else:
         entries = cache.shape[0]
         bcache, bselection = Buffer(cache), Buffer(selection)
         kv = Buffer(np.zeros((rows_n + entries, D), np.uint16))
         quads = (rows_n + entries) * D // 4
         launch(convert, ((quads + 255) // 256, 1), 256, 0, brows.desc() + [quads] + bcache.desc() + kv.desc(), 22)
-        launch(attention, (tokens, groups), 256, shared,
-               bq.desc() + [rows_n] + bselection.desc() + [entries] + kv.desc() + bsink.desc() + out.desc(), 39)
-    return out.read().astype(np.float64), (kv.read().astype(np.uint32) << 16).view(np.float32)
+        if split:
+            launch(attention, (tokens, groups, parts.count), 256, shared,
+                   bq.desc() + [parts.per_part, rows_n] + bselection.desc() + [entries] + kv.desc() + bsink.desc()
+                   + [parts.count] + out.desc() + parts.max.desc() + parts.sum.desc() + parts.out.desc(), 58)
+            parts.merge(bsink, out)
+        else:
+            launch(attention, (tokens, groups), 256, shared,
+                   bq.desc() + [rows_n] + bselection.desc() + [entries] + kv.desc() + bsink.desc() + out.desc(), 39)
+    return out.read().astype(np.float64), (kv.read().astype(np.uint32) << 16).view(np.float32), parts.count
 
 
 def e4m3_value(byte):
@@ -300,8 +374,16 @@ def slot_case(sequences, rng):
                btable.desc() + bpages.desc() + [count] + bpositions.desc() + bselection.desc() + brings.desc()
                + kv.desc() + bvalid.desc(), 46)
     shared, hb = shared_bytes()
-    launch(attention, (sequences, (H + hb - 1) // hb), 256, shared,
-           bvalid.desc() + kv.desc() + bq.desc() + bsink.desc() + out.desc(), 35)
+    groups = (H + hb - 1) // hb
+    parts = Parts(sequences, groups)
+    if split:
+        launch(attention, (sequences, groups, parts.count), 256, shared,
+               bq.desc() + [parts.per_part] + bvalid.desc() + kv.desc() + bsink.desc() + [parts.count] + out.desc()
+               + parts.max.desc() + parts.sum.desc() + parts.out.desc(), 54)
+        parts.merge(bsink, out)
+    else:
+        launch(attention, (sequences, groups), 256, shared,
+               bvalid.desc() + kv.desc() + bq.desc() + bsink.desc() + out.desc(), 35)
     got = out.read().astype(np.float64)
     gathered = (kv.read().astype(np.uint32) << 16).view(np.float32).reshape(sequences, W + K, D)
     flags = bvalid.read().reshape(sequences, W + K)
@@ -313,7 +395,7 @@ def slot_case(sequences, rng):
     worst = errors[0].max() if finite else np.nan
     ok = columns_exact and worst <= max_rel
     bad = np.argwhere(~(errors[0] <= max_rel))
-    print(f"{helper} sequences {sequences} (columns {int(valid.sum())} of {valid.size}): against bf16-rounded NumPy "
+    print(f"{helper} sequences {sequences}{f' in {parts.count} parts' if split else ''} (columns {int(valid.sum())} of {valid.size}): against bf16-rounded NumPy "
           f"{worst:.3e}, against float64 {errors[1].max() if finite else np.nan:.3e}, gathered columns "
           f"{'exact' if columns_exact else 'WRONG'}"
           + ("" if ok else f" FAILED ({len(bad)} (sequence, head) pairs over {max_rel}, first {bad[:4].tolist()})"))
@@ -324,7 +406,7 @@ def compare(what, q, rows, cache, selection, sink, expected=None):
     """Runs the kernels and prints the worst relative errors (per token and
     head) against NumPy bf16-rounded and float64 (and `expected`, an output
     computed elsewhere, when given); True when within --max-rel."""
-    got, converted = run(q, rows, cache, selection, sink)
+    got, converted, part_count = run(q, rows, cache, selection, sink)
     rows_exact = np.array_equal(converted, codecs_np.bf16_rne(rows if cache is None else np.concatenate([rows, cache])))
     finite = np.all(np.isfinite(got))
     errors = []
@@ -338,7 +420,7 @@ def compare(what, q, rows, cache, selection, sink, expected=None):
     if expected is not None:
         e = np.linalg.norm(got - expected, axis=2) / np.linalg.norm(expected, axis=2)
         extra = f", against the captured output {e.max() if finite else np.nan:.3e}"
-    print(f"{what}: against bf16-rounded NumPy {worst:.3e}, against float64 "
+    print(f"{what}{f' in {part_count} parts' if split else ''}: against bf16-rounded NumPy {worst:.3e}, against float64 "
           f"{errors[1].max() if finite else np.nan:.3e}{extra}, rows to bf16 {'exact' if rows_exact else 'WRONG'}"
           + ("" if ok else f" FAILED ({len(bad)} (token, head) pairs over {max_rel}, first {bad[:4].tolist()})"))
     return ok
