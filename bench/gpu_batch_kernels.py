@@ -32,6 +32,7 @@ import datetime
 import os
 import subprocess
 import sys
+import time
 
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -87,7 +88,9 @@ if rounds > 1:
         + (" (the larger of the middle two)" if rounds % 2 == 0 else ""))
 say()
 
+started = time.monotonic()
 weights, ids_path, manifest = random_weights_and_prompt(work, builds[0][1], context)
+print(f"{time.monotonic() - started:.0f} s: weights and prompt written", flush=True)
 
 batch_list = ",".join(map(str, batches))
 samples, tokens, launches = {name: {} for name, _ in builds}, {}, {name: {} for name, _ in builds}
@@ -99,7 +102,7 @@ for _ in range(rounds):
             launches[name][batch] = step[2]
         tokens[name] = out.split()
         # Progress on stdout, so a run cut off by its time limit still shows the steps measured.
-        print(f"{name}: " + ", ".join(f"batch {b} {s[-1]:.2f} ms" for b, s in sorted(samples[name].items())), flush=True)
+        print(f"{time.monotonic() - started:.0f} s: {name}: " + ", ".join(f"batch {b} {s[-1]:.2f} ms" for b, s in sorted(samples[name].items())), flush=True)
 steps = {name: {batch: sorted(s)[len(s) // 2] for batch, s in by_batch.items()} for name, by_batch in samples.items()}
 
 say(f"## Step time, a {context}-token prompt decoded as {batch_list} sequences")
