@@ -144,6 +144,12 @@ run)
   R=$G/dsf-run
   # Logits files stay in a scratch folder; only the log goes to $OUT.
   log=${OUT:-/tmp}/gpu-check.log
+  # Every command with the seconds since the start, beside the log: what
+  # each check costs, for planning a call within the device's limits.
+  exec 5> "${log%.log}-trace.log"
+  BASH_XTRACEFD=5
+  PS4='+ ${SECONDS} s: '
+  set -x
   OUT=/tmp/dsf-gpu-check
   mkdir -p "$OUT"
   # The checker from this tree (the run is from the repository root), not a
