@@ -80,6 +80,24 @@ def FoldRoundTripCopies : Pass<"dsf-fold-round-trip-copies", "::mlir::ModuleOp">
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
+def FoldOutputCopies : Pass<"dsf-fold-output-copies", "::mlir::ModuleOp"> {
+  let summary = "Ops write a copy's target in place of the fresh buffer copied there";
+  let description = [{
+    Runs after one-shot bufferization, before the deallocations are placed.
+    A `memref.copy` of a fresh allocation T into a view D (the rows a cache
+    or window write appends, computed into T by a quantizer): when every
+    other use of T writes it and nothing else (an elementwise linalg op
+    whose only output is T and whose body only loads, or a copy into T),
+    each reads only buffers apart from D (or constant tables), and no op
+    between the first of them and the copy writes or frees a buffer they
+    read, they move to the copy in their order, write D in T's place, and
+    the copy and T go. What may alias is decided as in
+    dsf-fold-round-trip-copies (BufferAliasing.h). The values computed are
+    the same bit for bit; on the GPU a copy kernel less at each such write.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def NameConstants : Pass<"dsf-name-constants", "::mlir::ModuleOp"> {
   let summary = "Name bufferization's constant globals in the order of their first use";
   let description = [{

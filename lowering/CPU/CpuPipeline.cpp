@@ -23,12 +23,15 @@ LogicalResult mlir::dsf::buildBufferization(OpPassManager &pm) {
   // order of their first use (dsf-name-constants: the same model, the same
   // bytes). A buffer bufferization staged through a copy only to copy it
   // back is updated in place (dsf-fold-round-trip-copies: RoPE's odd
-  // channels). Ownership-based deallocation frees every
+  // channels), and one computed only to be copied into a view is computed
+  // there (dsf-fold-output-copies: the rows a cache write appends).
+  // Ownership-based deallocation frees every
   // intermediate buffer; an entry point's results are the caller's to free.
   if (failed(parsePassPipeline("canonicalize,"
                                "one-shot-bufferize{bufferize-function-boundaries=1 "
                                "function-boundary-type-conversion=identity-layout-map},"
                                "drop-equivalent-buffer-results,dsf-state-in-place,dsf-name-constants,dsf-fold-round-trip-copies,"
+                               "dsf-fold-output-copies,"
                                "func.func(scf-forall-to-parallel)",
                                pm)))
     return failure();

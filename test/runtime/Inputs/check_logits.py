@@ -41,10 +41,28 @@ def option(name, default=None):
     return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
 
 
+def sequences(dump):
+    """How many sequences a dump holds: a batch's (input_offsets) its
+    count, any other one."""
+    if "input_offsets" not in dump:
+        return 1
+    return len(dump["input_offsets"]) - 1
+
+
 dump = safetensors_io.load(sys.argv[1])
+if not option("--sequence"):
+    # A batch's sequences are rows of one dump, in no position order: one
+    # of them is compared at a time.
+    for path, d in [(sys.argv[1], dump)] + ([(option("--against"), safetensors_io.load(option("--against")))]
+                                              if option("--against") else []):
+        if sequences(d) > 1:
+            failed(f"{path}: a batch's dump of {sequences(d)} sequences: give --sequence S")
 if option("--sequence"):
     # One sequence of a batch's dump (dsf-run --batch, --batch-prompts).
     s = int(option("--sequence"))
+    if "input_offsets" not in dump or not 0 <= s < sequences(dump):
+        failed(f"{sys.argv[1]}: --sequence {s}: the dump holds {sequences(dump)} "
+               + ("sequences" if "input_offsets" in dump else "sequence (not a batch's)"))
     offsets, mine = dump["input_offsets"], dump["sequence"] == s
     dump = {"logits": dump["logits"][mine], "positions": dump["positions"][mine],
             "input_ids": dump["input_ids"][offsets[s]:offsets[s + 1]]}
