@@ -29,6 +29,21 @@ def gpu_name():
         return "no nvidia-smi"
 
 
+def ceilings(gpu=None):
+    """The ceilings a figure is stated against on the card `gpu` (gpu_name()'s line): HBM bytes/s, f32 SIMT and
+    bf16 tensor-core FLOP/s, and where they come from. The H200's are measured (BENCHMARKS.md); the H100 SXM
+    has the same GH100 SMs and clocks (132 SMs x 128 lanes x 2 x 1.98 GHz in f32) but HBM3 at 3.35 TB/s, its
+    datasheet's figure, not measured here. Another card: the H200's, said so."""
+    gpu = gpu if gpu is not None else gpu_name()
+    h200 = {"hbm": 4.40e12, "simt": 66.9e12, "tensor": 790e12}
+    if "H200" in gpu:
+        return dict(h200, source="the H200's, measured (BENCHMARKS.md)")
+    if "H100" in gpu:
+        return dict(h200, hbm=3.35e12, source="the H100 SXM's: HBM 3.35 TB/s from its datasheet (not measured); "
+                                              "f32 66.9 and bf16 790 TFLOP/s as the H200's (the same SMs and clocks)")
+    return dict(h200, source=f"the H200's (BENCHMARKS.md): no ceilings known for {gpu or 'this card'}")
+
+
 def run_dsf(dsf_run, artifact, weights, ids_path, extra, environment=None, timeout=900):
     """dsf-run ARTIFACT on the prompt in `ids_path` with --timing and `extra`; (stderr, stdout), or an error with the
     command and the end of its stderr. Modules load eagerly, so that no step pays for a kernel's first load."""

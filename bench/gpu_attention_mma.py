@@ -108,8 +108,8 @@ def main(argv):
     labels = ("mma", "simt")
     gpu_build_ab.main([dsf_run, out_md, mma, simt, str(context), f"--labels={labels[0]},{labels[1]}",
                        "--cublas=bf16"] + [o for o in options if not o.startswith("--labels")],
-                      title=f"Sink attention on the tensor cores against the SIMT kernels (bf16 builds), "
-                            f"V4.1-shaped model at real sizes (5 layers)",
+                      title="Sink attention on the tensor cores against the SIMT kernels (bf16 builds), "
+                            "V4.1-shaped model at real sizes (5 layers)",
                       script="bench/gpu_attention_mma.py",
                       anchor_note="the default bf16 build: every attention on the SIMT kernels")
     lines = []

@@ -22,9 +22,10 @@ and 64 sequences (dsf-run --batch 1,8,64), against @decode at batch 1 in
 the same run. The floors of a step: bytes ((the weights the step touches,
 as the artifact binds them: every expert once any token picks it, all 8 at
 batch >= 2 almost surely; plus each sequence's cache reads at f32, as dsf
-keeps them) / 4.4 TB/s) and arithmetic (2 x the parameters a token
-multiplies with x tokens, over the f32 SIMT ceiling of 66.9 TFLOP/s that
-dsf's tiled products run on, and over the bf16 tensor cores' 790).
+keeps them) / the card's HBM ceiling) and arithmetic (2 x the parameters a
+token multiplies with x tokens, over the f32 SIMT ceiling that dsf's tiled
+products run on, and over the bf16 tensor cores'): batch_runs.ceilings(),
+4.4 TB/s, 66.9 and 790 TFLOP/s on the H200 (BENCHMARKS.md).
 """
 import datetime
 import os
@@ -56,11 +57,12 @@ while i < len(args):
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(root, "tools", "scripts"))
 import dsfa_tool  # noqa: E402
-from batch_runs import Report, batch_steps, gpu_name, profile_by_op, run_dsf  # noqa: E402
+from batch_runs import Report, batch_steps, ceilings, gpu_name, profile_by_op, run_dsf  # noqa: E402
 
 work = "/tmp/dsf-batch-bench"
 os.makedirs(work, exist_ok=True)
-HBM, SIMT, TENSOR = 4.4e12, 66.9e12, 790e12
+CEILINGS = ceilings()
+HBM, SIMT, TENSOR = CEILINGS["hbm"], CEILINGS["simt"], CEILINGS["tensor"]
 say = Report(out_md)
 
 
@@ -80,6 +82,8 @@ gpu = gpu_name()
 say(f"# Batched decode steps and CUDA graphs, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
 say()
 say(f"- machine: {gpu} (device tool)")
+say(f"- ceilings: {CEILINGS['source']}: HBM {HBM / 1e12:.2f} TB/s, f32 SIMT {SIMT / 1e12:.1f} and bf16 tensor "
+    f"{TENSOR / 1e12:.0f} TFLOP/s")
 say(f"- command: `python3 bench/gpu_batch_decode.py DSF_RUN OUT.md {' '.join(args[2:])}`")
 say()
 rng = np.random.default_rng(11)

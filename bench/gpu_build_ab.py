@@ -16,7 +16,7 @@ run on the GPU machine:
     prefill time and decode time a token, the two artifacts alternated;
   * profile: DSF_CUDA_PROFILE over CONTEXT tokens and 2 decode calls: a decode
     call's kernel time by dsf op, the weight bytes each product reads against
-    HBM's 4.4 TB/s, and the new build's costliest kernels.
+    HBM's ceiling (batch_runs.ceilings(): 4.4 TB/s on the H200), and the new build's costliest kernels.
 Each part's processes load the weights (about a minute each: all three parts
 take about 8 minutes). bench/gpu_weight_storage.py is this script with the
 labels bf16 and f32.
@@ -34,10 +34,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools", "scripts"))
 import dsfa_tool  # noqa: E402
 import safetensors_io  # noqa: E402  (dsfa_tool puts test/reference on the path)
+from batch_runs import ceilings  # noqa: E402  (this script's folder is on the path)
 
 WORK = "/tmp/dsf-v41-shaped"
 WEIGHTS = os.path.join(WORK, "weights.safetensors")
-HBM = 4.4e12
+CEILINGS = ceilings()
+HBM = CEILINGS["hbm"]
 ELEMENT_BYTES = {"f32": 4, "bf16": 2, "i32": 4}
 
 
@@ -192,7 +194,8 @@ def main(argv, title=None, script="bench/gpu_build_ab.py", labels=("new", "ancho
     say(f"# {title}")
     say()
     say(f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
-    say(f"- machine: {gpu} (device tool, nvidia-h200)")
+    say(f"- machine: {gpu} (device tool)")
+    say(f"- ceilings: {CEILINGS['source']}")
     say(f"- command: `python3 {script} DSF_RUN OUT.md {os.path.basename(new_art)} "
         f"{os.path.basename(anchor_art)} {context} --parts={','.join(parts)}"
         + (f" --labels={new_label},{anchor_label}" if "labels" in options else "")
@@ -241,7 +244,8 @@ def main(argv, title=None, script="bench/gpu_build_ab.py", labels=("new", "ancho
             launches[label] = n.group(1) if n else "?"
         say(f"## Time at {context} tokens (prefill after a warm-up prefill; 8 decode tokens)")
         say()
-        say("| artifact | prefill s | decode ms a token | decode launches a call | the weight bytes a decode token touches / 4.4 TB/s |")
+        say("| artifact | prefill s | decode ms a token | decode launches a call | the weight bytes a decode token touches / "
+            f"{HBM / 1e12:.2f} TB/s |")
         say("|---|---|---|---|---|")
         for label in (anchor_label, new_label):
             say(f"| {label} | {times[label][0]:.2f} | {times[label][1] * 1e3:.2f} | {launches[label]} | "
@@ -272,7 +276,7 @@ def main(argv, title=None, script="bench/gpu_build_ab.py", labels=("new", "ancho
         op_rows(per_op, lambda us: f"{us:.0f}", bandwidth)
         say()
         say("TB/s: the weight bytes the product reads a call (as bound; the routed experts' top-6 of 8) over its "
-            "kernel time; HBM's ceiling is 4.4 TB/s (BENCHMARKS.md).")
+            f"kernel time; HBM's ceiling is {HBM / 1e12:.2f} TB/s ({CEILINGS['source']}).")
         say()
         say(f"### {new_label}: a decode call's 30 costliest kernels, by kernel and launch shape, summed over the layers")
         say()
@@ -295,7 +299,8 @@ def main(argv, title=None, script="bench/gpu_build_ab.py", labels=("new", "ancho
         say()
         say(f"TFLOP/s: 2 x {context} tokens x the weight elements a token multiplies with (the routed experts' "
             "6 of 8), over the kernel time. Ceilings: f32 on the SIMT cores 132 SMs x 128 lanes x 2 x 1.98 GHz = "
-            "66.9 TFLOP/s; bf16 on the tensor cores 790 (BENCHMARKS.md).")
+            f"{CEILINGS['simt'] / 1e12:.1f} TFLOP/s; bf16 on the tensor cores {CEILINGS['tensor'] / 1e12:.0f} "
+            f"({CEILINGS['source']}).")
         say()
         for line in cublas_anchor(context, options.get("cublas", "f32")):
             say(line)

@@ -119,7 +119,7 @@ if cold64k:
         try:
             prefill_s, _ = timed(binary, cold64k[0], tiny_weights, ids, 1, 0, on_host)
             cells.append(f"{prefill_s:.3f}")
-        except (RuntimeError, subprocess.TimeoutExpired) as e:
+        except (RuntimeError, subprocess.TimeoutExpired):
             cells.append("failed")
     say("| " + " | ".join(cells) + " |")
 open(out_md, "w").write("\n".join(lines) + "\n")

@@ -17,7 +17,8 @@ graph); the pages' and the state's bytes and the admissions' time from
 dsf-run's --timing line; then --profile-batch's step by dsf op
 (DSF_CUDA_PROFILE, no graph) for both builds. The indexer's floor: the keys a
 step reads (each sequence's visible entries of every index_keys slot, their
-row bytes) over 4.4 TB/s.
+row bytes) over the card's HBM ceiling (batch_runs.ceilings(): 4.4 TB/s on
+the H200).
 """
 import datetime
 import os
@@ -29,7 +30,7 @@ root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(root, "tools", "scripts"))
 sys.path.insert(0, os.path.join(root, "bench"))
 import dsfa_tool  # noqa: E402
-from batch_runs import (Report, batch_steps, build_args, gpu_name, profile_by_op,  # noqa: E402
+from batch_runs import (Report, batch_steps, build_args, ceilings, gpu_name, profile_by_op,  # noqa: E402
                         random_weights_and_prompt, run_dsf)
 
 args = sys.argv[1:]
@@ -37,7 +38,8 @@ dsf_run, out_md, builds, context, batches, profile_batches = build_args(args, 16
 if len(builds) != 2:
     sys.exit("give the two builds as f32=ARTIFACT packed=ARTIFACT (the anchor first)")
 
-HBM_BYTES_PER_S = 4.4e12   # BENCHMARKS.md: the H200's measured copy bandwidth
+CEILINGS = ceilings()
+HBM_BYTES_PER_S = CEILINGS["hbm"]
 work = "/tmp/dsf-packed-pages"
 os.makedirs(work, exist_ok=True)
 say = Report(out_md)
@@ -45,6 +47,7 @@ say(f"# Packed cache pages against f32 pages in a batched decode step, "
     f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
 say()
 say(f"- machine: {gpu_name()} (device tool)")
+say(f"- HBM ceiling: {HBM_BYTES_PER_S / 1e12:.2f} TB/s, {CEILINGS['source']}")
 say(f"- command: `python3 bench/gpu_packed_pages.py DSF_RUN OUT.md {' '.join(args[2:])}`")
 say(f"- anchor: {builds[0][0]} ({os.path.basename(builds[0][1])}), the f32 pages, in the same run")
 say()

@@ -25,7 +25,6 @@ import random
 import shutil
 import subprocess
 import sys
-import time
 
 import numpy as np
 

@@ -18,7 +18,7 @@ up to 2,048 tokens), decode time a token at that context, and a
 DSF_CUDA_PROFILE run's per-kernel table (kernels named by
 dsf-name-kernels after their layer function and dsf op). A 64-token run dumps logits, which must be finite.
 The floors: a decode step cannot beat (weight bytes touched + KV bytes
-read) / 4.4 TB/s (BENCHMARKS.md), counted both in the bytes dsf reads (the
+read) / the card's HBM ceiling (batch_runs.ceilings(): 4.4 TB/s on the H200, BENCHMARKS.md), counted both in the bytes dsf reads (the
 weights in the dtype the artifact binds them in, bf16 or f32 by its
 manifest; f32 caches) and in the released formats' bytes.
 
@@ -31,7 +31,6 @@ Every context gets its DSF_CUDA_PROFILE run and per-kernel table, or those up
 to DSF_BENCH_PROFILE_UP_TO=N.
 """
 import datetime
-import json
 import os
 import re
 import subprocess
@@ -48,12 +47,14 @@ profile_up_to = int(os.environ.get("DSF_BENCH_PROFILE_UP_TO", str(max(contexts))
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(root, "tools", "scripts"))
 import dsfa_tool  # noqa: E402
+from batch_runs import ceilings  # noqa: E402  (this script's folder is on the path)
 
 work = "/tmp/dsf-v41-shaped"
 os.makedirs(work, exist_ok=True)
 weights = os.path.join(work, "weights.safetensors")
 env = dict(os.environ, CUDA_MODULE_LOADING="EAGER")
-HBM = 4.4e12
+CEILINGS = ceilings()
+HBM, TENSOR = CEILINGS["hbm"], CEILINGS["tensor"]
 lines = []
 
 
@@ -267,14 +268,14 @@ for n, kernels in profiles.items():
         say(f"### {phase}: {total / 1e3 / calls:.1f} ms of kernel time a call, "
             f"{sum(t[0] for t in by_op.values()) // calls} launches a call")
         say()
-        say("| dsf op (all layers) | launches a call | ms a call | share | GFLOP a call | TFLOP/s (of 790 bf16) "
-            "| weight GB a call | TB/s (of 4.4) | launch shapes |")
+        say(f"| dsf op (all layers) | launches a call | ms a call | share | GFLOP a call | TFLOP/s (of {TENSOR / 1e12:.0f} bf16) "
+            f"| weight GB a call | TB/s (of {HBM / 1e12:.2f}) | launch shapes |")
         say("|---|---|---|---|---|---|---|---|---|")
         tokens = n if phase == "prefill" else 1
         for op, (launches, us, shapes) in sorted(by_op.items(), key=lambda kv: -kv[1][1])[:16]:
             flops, nbytes = op_work(op, tokens)
             sec = us / 1e6 / calls
-            work = (f"{flops / 1e9:.0f} | {flops / sec / 1e12:.2f} ({100 * flops / sec / 790e12:.2f} %) | "
+            work = (f"{flops / 1e9:.0f} | {flops / sec / 1e12:.2f} ({100 * flops / sec / TENSOR:.2f} %) | "
                     f"{nbytes / 1e9:.2f} | {nbytes / sec / 1e12:.2f} ({100 * nbytes / sec / HBM:.1f} %)"
                     if flops else "| | |")
             say(f"| {op} | {launches // calls} | {sec * 1e3:.2f} | {100 * us / total:.1f} % | {work} | "
@@ -325,7 +326,7 @@ if torch is not None and torch.cuda.is_available():
         "(layer 20: the indexer over the whole context, ratio 1; attention over 512 + 128 entries).")
     say()
     kernels_by_op = {}
-    say("| context | op | PyTorch us | dsf us | dsf / PyTorch | PyTorch bytes / 4.4 TB/s |")
+    say(f"| context | op | PyTorch us | dsf us | dsf / PyTorch | PyTorch bytes / {HBM / 1e12:.2f} TB/s |")
     say("|---|---|---|---|---|---|")
     for n in contexts:
         keys, kscale = fp4_rows(n, 128, 32, 2.0 ** -3)

@@ -1,5 +1,5 @@
 # Dumps what transformers' DeepseekV4Config writes, so the importer matches HF exactly.
-import inspect, json, os, sys
+import inspect, os
 import transformers
 from transformers.models.deepseek_v4 import configuration_deepseek_v4 as m
 out = os.environ.get("OUT", ".")

@@ -5,8 +5,6 @@ for tests that compare it against an artifact binding every weight as f32."""
 import os
 import sys
 
-import numpy as np
-
 here = os.path.dirname(__file__)
 sys.path.insert(0, os.path.join(here, "..", "..", "reference"))
 sys.path.insert(0, os.path.join(here, "..", "..", "..", "tools", "scripts"))
