@@ -34,10 +34,11 @@ namespace mlir::dsf {
 #include "lowering/Passes.h.inc"
 
 namespace {
-/// The buffers `writer` (a user of `staged`) reads, or nullopt when it may
-/// not write `target` in `staged`'s place: an elementwise linalg op whose
-/// only output is `staged`, its body free of memory effects but loads, or a
-/// copy into `staged`; nothing it reads may alias `target`.
+/// The buffers `writer` (a user of `staged`) reads but constant tables
+/// (which nothing writes), or nullopt when it may not write `target` in
+/// `staged`'s place: an elementwise linalg op whose only output is
+/// `staged`, its body free of memory effects but loads, or a copy into
+/// `staged`; nothing it reads may alias `target`.
 std::optional<SmallVector<Value>> readsOfWriter(Operation *writer, Value staged, Value target) {
   SmallVector<Value> reads;
   if (auto copy = dyn_cast<memref::CopyOp>(writer)) {
@@ -75,9 +76,9 @@ std::optional<SmallVector<Value>> readsOfWriter(Operation *writer, Value staged,
   } else {
     return std::nullopt;
   }
-  for (Value read : reads)
-    if (!isConstantTable(rootOf(read)) && !apart(read, target))
-      return std::nullopt;
+  llvm::erase_if(reads, [](Value read) { return isConstantTable(rootOf(read)); });
+  if (!llvm::all_of(reads, [&](Value read) { return apart(read, target); }))
+    return std::nullopt;
   return reads;
 }
 
@@ -97,7 +98,7 @@ bool writesApartFrom(Operation *op, ArrayRef<Value> reads) {
     if (!written || !isa<MemRefType>(written.getType()))
       return false;
     for (Value read : reads)
-      if (!isConstantTable(rootOf(read)) && !apart(written, read))
+      if (!apart(written, read))
         return false;
   }
   return true;
