@@ -216,6 +216,11 @@ class Parts:
         self.max, self.sum = Buffer(np.full(rows, np.nan, np.float32)), Buffer(np.full(rows, np.nan, np.float32))
         self.tokens = tokens
 
+    def attention_tail(self, out):
+        """The split attention's last parameters, after the sink: the parts'
+        count, the output, the parts' maxima, sums and outputs."""
+        return [self.count] + out.desc() + self.max.desc() + self.sum.desc() + self.out.desc()
+
     def merge(self, sink, out):
         """The merge kernel, when there are parts to merge."""
         if self.count > 1:
@@ -240,8 +245,7 @@ def run(q, rows, cache, selection, sink):
         launch(convert, ((quads + 255) // 256, 1), 256, 0, [quads] + brows.desc() + kv.desc(), 15)
         if split:
             launch(attention, (tokens, groups, parts.count), 256, shared,
-                   bq.desc() + [parts.per_part, rows_n] + kv.desc() + bsink.desc() + [parts.count] + out.desc()
-                   + parts.max.desc() + parts.sum.desc() + parts.out.desc(), 50)
+                   bq.desc() + [parts.per_part, rows_n] + kv.desc() + bsink.desc() + parts.attention_tail(out), 50)
             parts.merge(bsink, out)
         else:
             launch(attention, (tokens, groups), 256, shared,
@@ -255,7 +259,7 @@ def run(q, rows, cache, selection, sink):
         if split:
             launch(attention, (tokens, groups, parts.count), 256, shared,
                    bq.desc() + [parts.per_part, rows_n] + bselection.desc() + [entries] + kv.desc() + bsink.desc()
-                   + [parts.count] + out.desc() + parts.max.desc() + parts.sum.desc() + parts.out.desc(), 58)
+                   + parts.attention_tail(out), 58)
             parts.merge(bsink, out)
         else:
             launch(attention, (tokens, groups), 256, shared,
@@ -378,8 +382,7 @@ def slot_case(sequences, rng):
     parts = Parts(sequences, groups)
     if split:
         launch(attention, (sequences, groups, parts.count), 256, shared,
-               bq.desc() + [parts.per_part] + bvalid.desc() + kv.desc() + bsink.desc() + [parts.count] + out.desc()
-               + parts.max.desc() + parts.sum.desc() + parts.out.desc(), 54)
+               bq.desc() + [parts.per_part] + bvalid.desc() + kv.desc() + bsink.desc() + parts.attention_tail(out), 54)
         parts.merge(bsink, out)
     else:
         launch(attention, (sequences, groups), 256, shared,

@@ -49,23 +49,27 @@ def sequences(dump):
     return len(dump["input_offsets"]) - 1
 
 
-dump = safetensors_io.load(sys.argv[1])
-if not option("--sequence"):
-    # A batch's sequences are rows of one dump, in no position order: one
-    # of them is compared at a time.
-    for path, d in [(sys.argv[1], dump)] + ([(option("--against"), safetensors_io.load(option("--against")))]
-                                              if option("--against") else []):
-        if sequences(d) > 1:
-            failed(f"{path}: a batch's dump of {sequences(d)} sequences: give --sequence S")
-if option("--sequence"):
-    # One sequence of a batch's dump (dsf-run --batch, --batch-prompts).
-    s = int(option("--sequence"))
+def one_sequence(dump, path, s):
+    """Sequence s of a batch's dump (dsf-run --batch, --batch-prompts)."""
     if "input_offsets" not in dump or not 0 <= s < sequences(dump):
-        failed(f"{sys.argv[1]}: --sequence {s}: the dump holds {sequences(dump)} "
+        failed(f"{path}: --sequence {s}: the dump holds {sequences(dump)} "
                + ("sequences" if "input_offsets" in dump else "sequence (not a batch's)"))
     offsets, mine = dump["input_offsets"], dump["sequence"] == s
-    dump = {"logits": dump["logits"][mine], "positions": dump["positions"][mine],
+    return {"logits": dump["logits"][mine], "positions": dump["positions"][mine],
             "input_ids": dump["input_ids"][offsets[s]:offsets[s + 1]]}
+
+
+def whole(dump, path):
+    """A dump compared as a whole: a batch's sequences are rows of one dump,
+    in no position order, so one of them is compared at a time."""
+    if sequences(dump) > 1:
+        failed(f"{path}: a batch's dump of {sequences(dump)} sequences: give --sequence S")
+    return dump
+
+
+sequence = int(option("--sequence")) if option("--sequence") else None
+dump = safetensors_io.load(sys.argv[1])
+dump = whole(dump, sys.argv[1]) if sequence is None else one_sequence(dump, sys.argv[1], sequence)
 got, ids = dump["logits"], dump["input_ids"].astype(np.int64)
 rows = dump["positions"].astype(np.int64) if "positions" in dump else np.arange(len(ids))
 if option("--golden"):
@@ -78,12 +82,11 @@ elif option("--against"):
     # Another dump of the same ids (e.g. the full prefill): the rows both have.
     other = safetensors_io.load(option("--against"))
     label = "against " + os.path.basename(option("--against"))
-    if option("--sequence") and "input_offsets" in other:
+    if sequence is None:
+        whole(other, option("--against"))
+    elif "input_offsets" in other:
         # Another batch's dump: the same sequence of it.
-        s = int(option("--sequence"))
-        offsets, mine = other["input_offsets"], other["sequence"] == s
-        other = {"logits": other["logits"][mine], "positions": other["positions"][mine],
-                 "input_ids": other["input_ids"][offsets[s]:offsets[s + 1]]}
+        other = one_sequence(other, option("--against"), sequence)
     other_ids = other["input_ids"].astype(np.int64)
     other_rows = other["positions"].astype(np.int64) if "positions" in other else np.arange(len(other_ids))
     common = min(len(ids), len(other_ids))
