@@ -29,12 +29,11 @@ def gpu_name():
         return "no nvidia-smi"
 
 
-def ceilings(gpu=None):
+def ceilings(gpu):
     """The ceilings a figure is stated against on the card `gpu` (gpu_name()'s line): HBM bytes/s, f32 SIMT and
     bf16 tensor-core FLOP/s, and where they come from. The H200's are measured (BENCHMARKS.md); the H100 SXM
     has the same GH100 SMs and clocks (132 SMs x 128 lanes x 2 x 1.98 GHz in f32) but HBM3 at 3.35 TB/s, its
     datasheet's figure, not measured here. Another card: the H200's, said so."""
-    gpu = gpu if gpu is not None else gpu_name()
     h200 = {"hbm": 4.40e12, "simt": 66.9e12, "tensor": 790e12}
     if "H200" in gpu:
         return dict(h200, source="the H200's, measured (BENCHMARKS.md)")

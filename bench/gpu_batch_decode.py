@@ -61,7 +61,8 @@ from batch_runs import Report, batch_steps, ceilings, gpu_name, profile_by_op, r
 
 work = "/tmp/dsf-batch-bench"
 os.makedirs(work, exist_ok=True)
-CEILINGS = ceilings()
+gpu = gpu_name()
+CEILINGS = ceilings(gpu)
 HBM, SIMT, TENSOR = CEILINGS["hbm"], CEILINGS["simt"], CEILINGS["tensor"]
 say = Report(out_md)
 
@@ -78,7 +79,6 @@ def single_decode_ms(stderr):
     return 1e3 * float(d.group(2)) / int(d.group(1))
 
 
-gpu = gpu_name()
 say(f"# Batched decode steps and CUDA graphs, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
 say()
 say(f"- machine: {gpu} (device tool)")

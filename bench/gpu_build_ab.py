@@ -34,12 +34,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools", "scripts"))
 import dsfa_tool  # noqa: E402
 import safetensors_io  # noqa: E402  (dsfa_tool puts test/reference on the path)
-from batch_runs import ceilings  # noqa: E402  (this script's folder is on the path)
+from batch_runs import ceilings, gpu_name  # noqa: E402  (this script's folder is on the path)
 
 WORK = "/tmp/dsf-v41-shaped"
 WEIGHTS = os.path.join(WORK, "weights.safetensors")
-CEILINGS = ceilings()
-HBM = CEILINGS["hbm"]
 ELEMENT_BYTES = {"f32": 4, "bf16": 2, "i32": 4}
 
 
@@ -189,13 +187,14 @@ def main(argv, title=None, script="bench/gpu_build_ab.py", labels=("new", "ancho
         dsfa_tool.write_random_quantized(open(new_art, "rb").read(), WEIGHTS)
     weights_s = time.perf_counter() - t0
 
-    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                         capture_output=True, text=True).stdout.strip()
+    gpu = gpu_name()
+    card = ceilings(gpu)
+    hbm = card["hbm"]
     say(f"# {title}")
     say()
     say(f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
     say(f"- machine: {gpu} (device tool)")
-    say(f"- ceilings: {CEILINGS['source']}")
+    say(f"- ceilings: {card['source']}")
     say(f"- command: `python3 {script} DSF_RUN OUT.md {os.path.basename(new_art)} "
         f"{os.path.basename(anchor_art)} {context} --parts={','.join(parts)}"
         + (f" --labels={new_label},{anchor_label}" if "labels" in options else "")
@@ -245,11 +244,11 @@ def main(argv, title=None, script="bench/gpu_build_ab.py", labels=("new", "ancho
         say(f"## Time at {context} tokens (prefill after a warm-up prefill; 8 decode tokens)")
         say()
         say("| artifact | prefill s | decode ms a token | decode launches a call | the weight bytes a decode token touches / "
-            f"{HBM / 1e12:.2f} TB/s |")
+            f"{hbm / 1e12:.2f} TB/s |")
         say("|---|---|---|---|---|")
         for label in (anchor_label, new_label):
             say(f"| {label} | {times[label][0]:.2f} | {times[label][1] * 1e3:.2f} | {launches[label]} | "
-                f"{bound_bytes(manifests[label])[1] / HBM * 1e3:.2f} ms |")
+                f"{bound_bytes(manifests[label])[1] / hbm * 1e3:.2f} ms |")
         a, n = times[anchor_label], times[new_label]
         say(f"| {anchor_label} / {new_label} | x{a[0] / n[0]:.2f} | x{a[1] / n[1]:.2f} | | |")
         say()
@@ -276,7 +275,7 @@ def main(argv, title=None, script="bench/gpu_build_ab.py", labels=("new", "ancho
         op_rows(per_op, lambda us: f"{us:.0f}", bandwidth)
         say()
         say("TB/s: the weight bytes the product reads a call (as bound; the routed experts' top-6 of 8) over its "
-            f"kernel time; HBM's ceiling is {HBM / 1e12:.2f} TB/s ({CEILINGS['source']}).")
+            f"kernel time; hbm's ceiling is {hbm / 1e12:.2f} TB/s ({card['source']}).")
         say()
         say(f"### {new_label}: a decode call's 30 costliest kernels, by kernel and launch shape, summed over the layers")
         say()
@@ -299,8 +298,8 @@ def main(argv, title=None, script="bench/gpu_build_ab.py", labels=("new", "ancho
         say()
         say(f"TFLOP/s: 2 x {context} tokens x the weight elements a token multiplies with (the routed experts' "
             "6 of 8), over the kernel time. Ceilings: f32 on the SIMT cores 132 SMs x 128 lanes x 2 x 1.98 GHz = "
-            f"{CEILINGS['simt'] / 1e12:.1f} TFLOP/s; bf16 on the tensor cores {CEILINGS['tensor'] / 1e12:.0f} "
-            f"({CEILINGS['source']}).")
+            f"{card['simt'] / 1e12:.1f} TFLOP/s; bf16 on the tensor cores {card['tensor'] / 1e12:.0f} "
+            f"({card['source']}).")
         say()
         for line in cublas_anchor(context, options.get("cublas", "f32")):
             say(line)

@@ -38,7 +38,8 @@ dsf_run, out_md, builds, context, batches, profile_batches = build_args(args, 16
 if len(builds) != 2:
     sys.exit("give the two builds as f32=ARTIFACT packed=ARTIFACT (the anchor first)")
 
-CEILINGS = ceilings()
+gpu = gpu_name()
+CEILINGS = ceilings(gpu)
 HBM_BYTES_PER_S = CEILINGS["hbm"]
 work = "/tmp/dsf-packed-pages"
 os.makedirs(work, exist_ok=True)
@@ -46,7 +47,7 @@ say = Report(out_md)
 say(f"# Packed cache pages against f32 pages in a batched decode step, "
     f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
 say()
-say(f"- machine: {gpu_name()} (device tool)")
+say(f"- machine: {gpu} (device tool)")
 say(f"- HBM ceiling: {HBM_BYTES_PER_S / 1e12:.2f} TB/s, {CEILINGS['source']}")
 say(f"- command: `python3 bench/gpu_packed_pages.py DSF_RUN OUT.md {' '.join(args[2:])}`")
 say(f"- anchor: {builds[0][0]} ({os.path.basename(builds[0][1])}), the f32 pages, in the same run")

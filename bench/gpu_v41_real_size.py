@@ -47,14 +47,12 @@ profile_up_to = int(os.environ.get("DSF_BENCH_PROFILE_UP_TO", str(max(contexts))
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(root, "tools", "scripts"))
 import dsfa_tool  # noqa: E402
-from batch_runs import ceilings  # noqa: E402  (this script's folder is on the path)
+from batch_runs import ceilings, gpu_name  # noqa: E402  (this script's folder is on the path)
 
 work = "/tmp/dsf-v41-shaped"
 os.makedirs(work, exist_ok=True)
 weights = os.path.join(work, "weights.safetensors")
 env = dict(os.environ, CUDA_MODULE_LOADING="EAGER")
-CEILINGS = ceilings()
-HBM, TENSOR = CEILINGS["hbm"], CEILINGS["tensor"]
 lines = []
 
 
@@ -182,11 +180,9 @@ def op_work(op, tokens):
 rng = np.random.default_rng(5)
 say(f"# dsf on a V4.1-Flash-shaped model (8 experts), {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
 say()
-try:
-    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm", "--format=csv,noheader"],
-                         capture_output=True, text=True).stdout.strip()
-except FileNotFoundError:
-    gpu = "no nvidia-smi"
+gpu = gpu_name()
+CEILINGS = ceilings(gpu)
+HBM, TENSOR = CEILINGS["hbm"], CEILINGS["tensor"]
 say(f"Machine: {gpu}. Command: `python3 bench/gpu_v41_real_size.py DSF_RUN shaped.dsfa OUT.md "
     f"{' '.join(map(str, contexts))}`. Random weights in the released formats: "
     f"{os.path.getsize(weights) / 1e9:.1f} GB, written in {weights_s:.0f} s.")
