@@ -8,16 +8,22 @@ Runs on the GPU machine over builds of one model made on the development
 machine, the first the anchor (the build before the change):
   python3 bench/gpu_batch_kernels.py DSF_RUN OUT.md NAME=ART [NAME=ART ...] [--context N] [--batches 1,8,64]
                                      [--profile-batch 8,64] [--prefill-against NAME=ART [--prefill-tokens N]]
-                                     [--rounds N] [--env NAME:VAR=VALUE ...]
+                                     [--rounds N] [--env NAME:VAR=VALUE ...] [--repeat NAME] [--new-tokens N]
 
 For each build, the same random weights in the released formats
 (dsfa_tool.write_random_quantized) and the same --context-token prompt
 (default 2,048), prefilled once and decoded as each batch (dsf-run --batch;
-a step is the median of the 7 after the first, which captures its graph;
+a step is the median of the 7 after the first, which captures its graph,
+or of N - 2 with --new-tokens N, default 9: more steps a run for a steadier median;
 with --rounds N, the median of N such runs, the builds taking turns, for
 differences of a few percent: the larger of the middle two when N is even);
 --env runs build NAME with VAR=VALUE set (the same artifact under a runtime
-switch is then a build of its own);
+switch is then a build of its own); --repeat NAME runs build NAME again at
+the end of each round, as NAME-again: the same artifact twice in one run,
+whose ratio is the spread within which two builds' difference is not
+established (two builds whose batched step was the same code byte for byte
+ran 7.83 and 9.26 ms at batch 64 in one run of two rounds on an H100:
+bench/results/gpu-fused-consumers.md);
 then each --profile-batch step by dsf op (DSF_CUDA_PROFILE: every launch
 timed alone, no graph) with the builds side by side. The tokens each build
 prints are compared with the anchor's: another order of the same f32 sums,
@@ -41,7 +47,7 @@ from batch_runs import (Report, batch_steps, build_args, gpu_name, profile_by_op
                         random_weights_and_prompt, run_dsf)
 
 args = sys.argv[1:]
-prefill_reference, prefill_tokens, rounds, environments, rest = None, 100, 1, {}, []
+prefill_reference, prefill_tokens, rounds, environments, repeat, new_tokens, rest = None, 100, 1, {}, None, 9, []
 i = 0
 while i < len(args):
     if args[i] == "--rounds":
@@ -51,6 +57,14 @@ while i < len(args):
         name, _, setting = args[i + 1].partition(":")
         variable, _, value = setting.partition("=")
         environments.setdefault(name, {})[variable] = value
+        i += 2
+    elif args[i] == "--new-tokens":
+        new_tokens = int(args[i + 1])
+        if new_tokens < 3:
+            sys.exit(f"--new-tokens {new_tokens}: a run needs 3 or more (the first step captures the graph)")
+        i += 2
+    elif args[i] == "--repeat":
+        repeat = args[i + 1]
         i += 2
     elif args[i] == "--prefill-against":
         prefill_reference = tuple(args[i + 1].split("=", 1))
@@ -64,6 +78,13 @@ while i < len(args):
 dsf_run, out_md, builds, context, batches, profile_batches = build_args(rest, 2048)
 if not builds:
     sys.exit("give at least one build as NAME=ARTIFACT")
+if repeat is not None:
+    again = [artifact for name, artifact in builds if name == repeat]
+    if not again:
+        sys.exit(f"--repeat {repeat}: no build of that name (builds: {', '.join(n for n, _ in builds)})")
+    builds.append((repeat + "-again", again[0]))
+    if repeat in environments:
+        environments[repeat + "-again"] = environments[repeat]
 
 work = "/tmp/dsf-batch-kernels"
 os.makedirs(work, exist_ok=True)
@@ -83,6 +104,7 @@ say(f"- command: `python3 bench/gpu_batch_kernels.py DSF_RUN OUT.md {' '.join(ar
 say(f"- anchor: {builds[0][0]} ({os.path.basename(builds[0][1])}), in the same run")
 for name, settings in environments.items():
     say(f"- {name} runs with " + ", ".join(f"{k}={v}" for k, v in settings.items()))
+say(f"- a run decodes {new_tokens} tokens a sequence; its step: the median of the {new_tokens - 2} steps after the first")
 if rounds > 1:
     say(f"- a step: the median over {rounds} runs, the builds taking turns, of each run's median step"
         + (" (the larger of the middle two)" if rounds % 2 == 0 else ""))
@@ -96,7 +118,7 @@ batch_list = ",".join(map(str, batches))
 samples, tokens, launches = {name: {} for name, _ in builds}, {}, {name: {} for name, _ in builds}
 for _ in range(rounds):
     for name, artifact in builds:
-        err, out = run(artifact, weights, ids_path, ["--max-new-tokens", "9", "--batch", batch_list], name=name)
+        err, out = run(artifact, weights, ids_path, ["--max-new-tokens", str(new_tokens), "--batch", batch_list], name=name)
         for batch, step in batch_steps(err).items():
             samples[name].setdefault(batch, []).append(step[0])
             launches[name][batch] = step[2]
@@ -119,6 +141,13 @@ say()
 say("GPU kernel launches a step: " + "; ".join(
     f"{n} " + ", ".join(f"{launches[n].get(b) or '?'} at {b}" for b in batches) for n, _ in builds))
 say()
+if repeat is not None:
+    first, last = steps[repeat], steps[repeat + "-again"]
+    spread = [(b, max(first[b], last[b]) / min(first[b], last[b])) for b in batches if b in first and b in last]
+    say(f"The same artifact twice ({repeat} in its place and {repeat}-again at the end of each round): "
+        + ", ".join(f"x{s:.3f} at batch {b}" for b, s in spread)
+        + "; a difference between builds within that is not established by this run.")
+    say()
 for name, _ in builds[1:]:
     a, b = tokens[builds[0][0]], tokens[name]
     same = sum(x == y for x, y in zip(a, b))

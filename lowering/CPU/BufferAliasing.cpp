@@ -5,6 +5,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace mlir::dsf {
@@ -119,4 +120,21 @@ bool sameView(Value a, Value b) {
          OperationEquivalence::isEquivalentTo(viewA, viewB, OperationEquivalence::IgnoreLocations);
 }
 
+std::optional<SmallVector<Value>> bodyLoads(Operation *op) {
+  SmallVector<Value> loads;
+  WalkResult body = op->walk([&](Operation *inner) {
+    if (inner == op)
+      return WalkResult::advance();
+    if (auto load = dyn_cast<memref::LoadOp>(inner)) {
+      loads.push_back(load.getMemRef());
+      return WalkResult::advance();
+    }
+    if (inner->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
+      return WalkResult::advance();
+    return isMemoryEffectFree(inner) ? WalkResult::advance() : WalkResult::interrupt();
+  });
+  if (body.wasInterrupted())
+    return std::nullopt;
+  return loads;
+}
 } // namespace mlir::dsf

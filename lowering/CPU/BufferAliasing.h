@@ -10,7 +10,10 @@
 #ifndef DSF_LOWERING_CPU_BUFFERALIASING_H
 #define DSF_LOWERING_CPU_BUFFERALIASING_H
 
+#include "mlir/IR/Operation.h"
 #include "mlir/IR/Value.h"
+
+#include <optional>
 
 namespace mlir::dsf {
 /// The buffer a view was taken of, through view-like ops (subview,
@@ -28,6 +31,10 @@ bool apart(Value other, Value target);
 /// The same elements: one value, or two views taken alike of one buffer
 /// (bufferization takes a fresh subview for each insert_slice).
 bool sameView(Value a, Value b);
+/// The buffers the body of `op` (a linalg op on buffers) loads from, or
+/// nullopt when an op in it has another memory effect. A loop's or a
+/// branch's effects are its body's: their ops are looked at one by one.
+std::optional<SmallVector<Value>> bodyLoads(Operation *op);
 } // namespace mlir::dsf
 
 #endif // DSF_LOWERING_CPU_BUFFERALIASING_H

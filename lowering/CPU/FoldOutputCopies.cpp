@@ -57,22 +57,10 @@ std::optional<SmallVector<Value>> readsOfWriter(Operation *writer, Value staged,
           return std::nullopt;
         reads.push_back(in->get());
       }
-    WalkResult body = writer->walk([&](Operation *inner) {
-      if (inner == writer)
-        return WalkResult::advance();
-      if (auto load = dyn_cast<memref::LoadOp>(inner)) {
-        if (load.getMemRef() == staged)
-          return WalkResult::interrupt();
-        reads.push_back(load.getMemRef());
-        return WalkResult::advance();
-      }
-      // A loop's or a branch's effects are its body's, each op seen here.
-      if (inner->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
-        return WalkResult::advance();
-      return isMemoryEffectFree(inner) ? WalkResult::advance() : WalkResult::interrupt();
-    });
-    if (body.wasInterrupted())
+    std::optional<SmallVector<Value>> loads = bodyLoads(writer);
+    if (!loads || llvm::is_contained(*loads, staged))
       return std::nullopt;
+    reads.append(loads->begin(), loads->end());
   } else {
     return std::nullopt;
   }

@@ -59,17 +59,10 @@ bool suitsInPlace(Operation *op, Value staged, Value target) {
       }
     }
     // The body: loads of other buffers (tables) only, apart from the target.
-    WalkResult body = op->walk([&](Operation *inner) {
-      if (inner == op)
-        return WalkResult::advance();
-      if (auto load = dyn_cast<memref::LoadOp>(inner)) {
-        Value table = load.getMemRef();
-        bool readable = table != staged && (isConstantTable(rootOf(table)) || apart(table, target));
-        return readable ? WalkResult::advance() : WalkResult::interrupt();
-      }
-      return isMemoryEffectFree(inner) ? WalkResult::advance() : WalkResult::interrupt();
-    });
-    return !body.wasInterrupted();
+    std::optional<SmallVector<Value>> loads = bodyLoads(op);
+    return loads && llvm::all_of(*loads, [&](Value table) {
+             return table != staged && (isConstantTable(rootOf(table)) || apart(table, target));
+           });
   }
   return isMemoryEffectFree(op) && llvm::none_of(op->getOperands(), [&](Value v) { return v == staged; });
 }

@@ -237,3 +237,67 @@ func.func @may_be_the_allocation() -> memref<16xf32> {
   memref.copy %t, %a : memref<16xf32> to memref<16xf32>
   return %a : memref<16xf32>
 }
+
+// -----
+
+// The body's table read inside a loop (an scf.for: its effects are its
+// body's, a load of a constant table): the staged copy folds as it does
+// for a load outside a loop.
+memref.global "private" constant @weights : memref<4xf32> = dense<1.0>
+#idl = affine_map<(d0) -> (d0)>
+// CHECK-LABEL: func @table_read_in_a_loop
+// CHECK-SAME: (%[[X:.*]]: memref<16xf32>
+// CHECK-NOT: memref.alloc
+// CHECK-NOT: memref.copy
+// CHECK: linalg.generic {{.*}} outs(%[[X]] : memref<16xf32>)
+// CHECK: scf.for
+// CHECK: memref.load
+// CHECK-NOT: memref.copy
+// CHECK: return
+func.func @table_read_in_a_loop(%x: memref<16xf32>) {
+  %w = memref.get_global @weights : memref<4xf32>
+  %t = memref.alloc() : memref<16xf32>
+  memref.copy %x, %t : memref<16xf32> to memref<16xf32>
+  linalg.generic {indexing_maps = [#idl], iterator_types = ["parallel"]} outs(%t : memref<16xf32>) {
+  ^bb0(%v: f32):
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %sum = scf.for %i = %c0 to %c4 step %c1 iter_args(%acc = %v) -> (f32) {
+      %e = memref.load %w[%i] : memref<4xf32>
+      %next = arith.addf %acc, %e : f32
+      scf.yield %next : f32
+    }
+    linalg.yield %sum : f32
+  }
+  memref.copy %t, %x : memref<16xf32> to memref<16xf32>
+  return
+}
+
+// -----
+
+// A loop in the body that stores (to a buffer of its own): a memory effect
+// other than a load, so the copies stay.
+#ids = affine_map<(d0) -> (d0)>
+// CHECK-LABEL: func @store_in_a_loop
+// CHECK: memref.copy
+// CHECK: linalg.generic
+// CHECK: scf.for
+// CHECK: memref.store
+// CHECK: memref.copy
+func.func @store_in_a_loop(%x: memref<16xf32>, %scratch: memref<4xf32>) {
+  %t = memref.alloc() : memref<16xf32>
+  memref.copy %x, %t : memref<16xf32> to memref<16xf32>
+  linalg.generic {indexing_maps = [#ids], iterator_types = ["parallel"]} outs(%t : memref<16xf32>) {
+  ^bb0(%v: f32):
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    scf.for %i = %c0 to %c4 step %c1 {
+      memref.store %v, %scratch[%i] : memref<4xf32>
+    }
+    linalg.yield %v : f32
+  }
+  memref.copy %t, %x : memref<16xf32> to memref<16xf32>
+  return
+}
