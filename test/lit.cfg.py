@@ -17,6 +17,9 @@ config.substitutions.append(("%golden", config.dsf_golden_dir))
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%test_src", config.test_source_root))
 config.substitutions.append(("%host_model_misuse", os.path.join(config.dsf_obj_root, "test", "runtime", "host-model-misuse")))
+# The fake CUDA driver's folder (test/cuda/fake_driver: libcuda.so.1), for LD_LIBRARY_PATH.
+config.substitutions.append(("%fake_cuda", os.path.join(config.dsf_obj_root, "test", "cuda", "fake-driver")))
+config.substitutions.append(("%incomplete_cuda", os.path.join(config.dsf_obj_root, "test", "cuda", "incomplete-driver")))
 config.substitutions.append(("%dsfa_tool", config.numpy_python + " " + os.path.join(config.dsf_source_dir, "tools", "scripts", "dsfa_tool.py")))
 if os.path.isdir(os.path.join(config.dsf_golden_dir, "v41-tiny")):
     config.available_features.add("golden")

@@ -273,10 +273,14 @@ bool ensureDriver(std::string &error) {
     }
   }
   bool ok = true;
+  int lacking = 0;   // entry points missing after the first, which is named
   auto bind = [&](auto &fn, const char *name) {
     fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(d.library, name));
     if (!fn) {
-      error = std::string("the CUDA driver lacks ") + name;
+      if (ok)
+        error = std::string("the CUDA driver lacks ") + name;
+      else
+        ++lacking;
       ok = false;
     }
   };
@@ -310,8 +314,11 @@ bool ensureDriver(std::string &error) {
   bind(d.cuEventElapsedTime, "cuEventElapsedTime_v2");
   bind(d.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
   bind(d.cuMemsetD8Async, "cuMemsetD8Async");
-  if (!ok)
+  if (!ok) {
+    if (lacking)
+      error += " (and " + std::to_string(lacking) + " more of the entry points dsf needs: is libcuda.so.1 NVIDIA's driver?)";
     return false;
+  }
   auto optional = [&](auto &fn, const char *name) {
     fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(d.library, name));
   };
