@@ -17,6 +17,7 @@
 //
 // Environment (each optional):
 //   DSF_FAKE_CUDA_LOG=FILE        append a line per launch, capture and replay
+//   DSF_FAKE_CUDA_LOG_ALLOCATIONS=1  the log gets a line per allocation too
 //   DSF_FAKE_CUDA_DEVICES=N       the device count (default 1)
 //   DSF_FAKE_CUDA_MEMORY=BYTES    device memory: allocations past it fail
 //                                 with CUDA_ERROR_OUT_OF_MEMORY
@@ -74,6 +75,7 @@ struct State {
   std::mutex lock;
   std::string logPath;
   int devices = 1;
+  bool logAllocations = false;
   uint64_t memoryLimit = UINT64_MAX, memoryInUse = 0;
   uint64_t captureLimit = UINT64_MAX, capturedBytes = 0;
   std::string failLaunch, fault;
@@ -90,6 +92,8 @@ State &state() {
     auto *n = new State;
     if (const char *v = std::getenv("DSF_FAKE_CUDA_LOG"))
       n->logPath = v;
+    if (const char *v = std::getenv("DSF_FAKE_CUDA_LOG_ALLOCATIONS"))
+      n->logAllocations = std::string(v) == "1";
     if (const char *v = std::getenv("DSF_FAKE_CUDA_DEVICES"))
       n->devices = std::atoi(v);
     if (const char *v = std::getenv("DSF_FAKE_CUDA_MEMORY"))
@@ -301,6 +305,8 @@ __attribute__((visibility("default"))) CUresult cuMemAlloc_v2(CUdeviceptr *addre
   *address = reinterpret_cast<CUdeviceptr>(p);
   s.allocations[*address] = bytes;
   s.memoryInUse += bytes;
+  if (s.logAllocations)
+    log("alloc " + std::to_string(bytes) + (s.capturing ? " while capturing" : ""));
   return kSuccess;
 }
 __attribute__((visibility("default"))) CUresult cuMemFree_v2(CUdeviceptr address) {
