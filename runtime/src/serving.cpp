@@ -72,6 +72,10 @@ bool Server::request(const std::string &session, const std::vector<int32_t> &ids
   // Generation: one decode call a token (the last one is picked, not run).
   for (int64_t step = 0; step < maxNew; ++step) {
     int32_t next = pick(served.logits.data() + served.logits.size() - size_t(m.vocabSize));
+    if (next < 0) {
+      error = "no token could be picked after " + std::to_string(ids.size() + generated.size()) + " tokens";
+      return false;
+    }
     generated.push_back(next);
     if (step + 1 == maxNew)
       break;

@@ -97,8 +97,13 @@ bool parseDouble(const std::string &text, double &out) {
   return end && *end == '\0' && std::isfinite(out);
 }
 
-/// Greedy (temperature 0) or temperature / top-p sampling from one row.
+/// Greedy (temperature 0) or temperature / top-p sampling from one row; -1
+/// when a logit is NaN or infinite (a kernel, a weight or a cache produced
+/// it: no token is chosen from such a row, greedy would take whichever
+/// comparison NaN happened to lose).
 int32_t pick(const float *logits, int64_t vocab, double temperature, double topP, std::mt19937_64 &rng) {
+  if (!std::all_of(logits, logits + vocab, [](float x) { return std::isfinite(x); }))
+    return -1;
   if (temperature <= 0)
     return int32_t(std::max_element(logits, logits + vocab) - logits);
   std::vector<double> p(static_cast<size_t>(vocab));
@@ -119,6 +124,12 @@ int32_t pick(const float *logits, int64_t vocab, double temperature, double topP
       return order[i];
   }
   return order[n - 1];
+}
+
+/// What a row of logits that is not finite is reported as.
+std::string notFinite(const std::string &where) {
+  return "the logits of " + where + " are not finite (NaN or infinity): no token is picked from them " +
+         "(--dump-logits writes them; DSF_CUDA_SYNC=1 and compute-sanitizer look for a kernel at fault)";
 }
 
 /// "@FILE" -> the text of FILE, trailing white space dropped.
@@ -360,6 +371,8 @@ int runBatch(const HostModel &model, const std::vector<std::vector<int32_t>> &pr
     if (newTokens[s] > 0) {
       next[s] = pick(prefillRows->data() + prefillRows->size() - size_t(m.vocabSize), m.vocabSize, temperature,
                      topP, rng);
+      if (next[s] < 0)
+        return fail("sequence " + std::to_string(s + 1) + ": " + notFinite("its prompt's last token"));
       generated[s].push_back(next[s]);
     }
     if (newTokens[s] <= 1) {
@@ -401,6 +414,9 @@ int runBatch(const HostModel &model, const std::vector<std::vector<int32_t>> &pr
       const float *row = logits.data() + slot * size_t(m.vocabSize);
       keep(s, row, 1, batch->length(int64_t(slot)) - 1);
       next[s] = pick(row, m.vocabSize, temperature, topP, rng);
+      if (next[s] < 0)
+        return fail("step " + std::to_string(steps) + ", sequence " + std::to_string(s + 1) + ": " +
+                    notFinite("its token " + std::to_string(batch->length(int64_t(slot)))));
       generated[s].push_back(next[s]);
     }
     // Those done leave, from the last slot down (a released slot takes the
@@ -491,7 +507,12 @@ int serve(const HostModel &model, Server &server, std::vector<int32_t> prompt, b
   const Manifest &m = model.manifest();
   std::string error;
   std::mt19937_64 rng(static_cast<uint64_t>(seed));
-  auto picker = [&](const float *row) { return pick(row, m.vocabSize, temperature, topP, rng); };
+  bool refused = false;   // a row of logits was not finite (pick)
+  auto picker = [&](const float *row) {
+    int32_t id = pick(row, m.vocabSize, temperature, topP, rng);
+    refused = refused || id < 0;
+    return id;
+  };
   std::vector<std::string> statsLines;
   std::vector<float> rows;
   std::vector<int32_t> positions, lastIds;
@@ -523,7 +544,8 @@ int serve(const HostModel &model, Server &server, std::vector<int32_t> prompt, b
     positions.clear();
     if (!server.request(session, ids, maxNew, picker, generated, st, error, dumpPath.empty() ? nullptr : &rows,
                         &positions))
-      return fail("request " + std::to_string(request + 1) + ": " + error);
+      return fail("request " + std::to_string(request + 1) + ": " + error +
+                  (refused ? ": " + notFinite("its last token") : std::string()));
     for (const std::string &w : st.warnings)
       std::fprintf(stderr, "dsf-run: warning: %s\n", w.c_str());
     if (printStats)
@@ -845,6 +867,8 @@ int main(int argc, char **argv) {
   for (long long step = 0; step < maxNew; ++step) {
     const float *last = logits.data() + logits.size() - size_t(m.vocabSize);
     int32_t next = pick(last, m.vocabSize, temperature, topP, rng);
+    if (next < 0)
+      return fail(notFinite("token " + std::to_string(sequenceIds.size())));
     generated.push_back(next);
     if (step + 1 < maxNew) {
       sequenceIds.push_back(next);

@@ -63,7 +63,8 @@ public:
 
   /// Runs a request alone: prefill(), then feed() for each generated token
   /// but the last, then finish(). `pick` chooses the next token from a
-  /// logits row. `rows` / `rowPositions` (optional) receive every logits row
+  /// logits row, or returns a negative id to refuse the row (the request
+  /// then fails). `rows` / `rowPositions` (optional) receive every logits row
   /// computed.
   bool request(const std::string &session, const std::vector<int32_t> &ids, int64_t maxNew,
                const std::function<int32_t(const float *)> &pick, std::vector<int32_t> &generated,
