@@ -23,6 +23,10 @@
 //                                 with CUDA_ERROR_OUT_OF_MEMORY
 //   DSF_FAKE_CUDA_CAPTURE_MEMORY=BYTES  the same for what is allocated
 //                                 while a graph is captured
+//   DSF_FAKE_CUDA_HIDE_KERNEL=S   a module holds no kernel whose name
+//                                 contains S (CUDA_ERROR_NOT_FOUND): a
+//                                 module built without a kernel its host
+//                                 code names
 //   DSF_FAKE_CUDA_FAIL_LAUNCH=S   launching a kernel whose name contains S
 //                                 fails (CUDA_ERROR_LAUNCH_FAILED)
 //   DSF_FAKE_CUDA_FAULT=S         a kernel whose name contains S launches,
@@ -78,7 +82,7 @@ struct State {
   bool logAllocations = false;
   uint64_t memoryLimit = UINT64_MAX, memoryInUse = 0;
   uint64_t captureLimit = UINT64_MAX, capturedBytes = 0;
-  std::string failLaunch, fault;
+  std::string failLaunch, fault, hideKernel;
   bool faultPending = false;
   std::map<CUdeviceptr, size_t> allocations;
   bool capturing = false;
@@ -102,6 +106,8 @@ State &state() {
       n->captureLimit = std::strtoull(v, nullptr, 10);
     if (const char *v = std::getenv("DSF_FAKE_CUDA_FAIL_LAUNCH"))
       n->failLaunch = v;
+    if (const char *v = std::getenv("DSF_FAKE_CUDA_HIDE_KERNEL"))
+      n->hideKernel = v;
     if (const char *v = std::getenv("DSF_FAKE_CUDA_FAULT"))
       n->fault = v;
     return n;
@@ -248,7 +254,7 @@ __attribute__((visibility("default"))) CUresult cuModuleGetFunction(void **funct
     char after = at + wanted.size() < m->image.size() ? m->image[at + wanted.size()] : '\0';
     found = after == '\0' || after == '(' || after == ' ' || after == '\n';
   }
-  if (!found)
+  if (!found || contains(wanted, state().hideKernel))
     return kNotFound;
   m->functions.push_back(std::make_unique<std::string>(wanted));
   *function = m->functions.back().get();
