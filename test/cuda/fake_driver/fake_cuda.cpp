@@ -68,11 +68,9 @@ struct Module {
   bool opaque = false; // a fatbin: its names may be compressed, so any is taken
   std::vector<std::unique_ptr<std::string>> functions;
 };
-struct Launch {
-  std::string line;
-};
+/// A captured graph: the names of its kernels, in launch order.
 struct Graph {
-  std::vector<Launch> launches;
+  std::vector<std::string> kernels;
 };
 
 struct State {
@@ -167,7 +165,7 @@ CUresult launch(void *function, unsigned gx, unsigned gy, unsigned gz, unsigned 
                      " block " + std::to_string(bx) + "," + std::to_string(by) + "," + std::to_string(bz) +
                      " smem " + std::to_string(smem) + (programmatic ? " programmatic" : "");
   if (s.capturing) {
-    s.captured->launches.push_back({line});
+    s.captured->kernels.push_back(name);
     log("capture " + line);
     return kSuccess;
   }
@@ -408,7 +406,7 @@ __attribute__((visibility("default"))) CUresult cuStreamEndCapture(void *, void 
   if (!s.capturing)
     return kInvalidValue;
   s.capturing = false;
-  log("end capture (" + std::to_string(s.captured->launches.size()) + " kernels)");
+  log("end capture (" + std::to_string(s.captured->kernels.size()) + " kernels)");
   *graph = s.captured.release();
   return kSuccess;
 }
@@ -421,9 +419,9 @@ __attribute__((visibility("default"))) CUresult cuGraphLaunch(void *exec, void *
   auto *g = static_cast<Graph *>(exec);
   State &s = state();
   std::lock_guard<std::mutex> guard(s.lock);
-  log("replay (" + std::to_string(g->launches.size()) + " kernels)");
-  for (const Launch &l : g->launches)
-    if (contains(l.line.substr(0, l.line.find(' ')), s.fault))
+  log("replay (" + std::to_string(g->kernels.size()) + " kernels)");
+  for (const std::string &name : g->kernels)
+    if (contains(name, s.fault))
       s.faultPending = true;
   return kSuccess;
 }
