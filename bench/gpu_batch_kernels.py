@@ -26,8 +26,12 @@ ran 7.83 and 9.26 ms at batch 64 in one run of two rounds on an H100:
 bench/results/gpu-fused-consumers.md);
 then each --profile-batch step by dsf op (DSF_CUDA_PROFILE: every launch
 timed alone, no graph) with the builds side by side. The tokens each build
-prints are compared with the anchor's: another order of the same f32 sums,
-so argmax may differ only where two logits are within rounding.
+prints are compared with the anchor's, a batch at a time: a batch's
+sequences are copies of one prompt, so it is one decode (one divergence
+changes all of its lines), and within a run the copies must print the same
+line. Another order of the same f32 sums may change argmax only where two
+logits are within rounding, and greedy decoding of random weights then
+follows another path from that token on.
 With --prefill-against, every build's logits for the prompt's first N tokens
 (default 100: a prefill's products of 16-127 rows) are compared with that
 build's (test/runtime/Inputs/check_logits.py: relative error, argmax): a
@@ -148,10 +152,44 @@ if repeat is not None:
         + ", ".join(f"x{s:.3f} at batch {b}" for b, s in spread)
         + "; a difference between builds within that is not established by this run.")
     say()
+
+
+def by_batch(lines):
+    """A run's printed lines, one a sequence, batch by batch in --batches' order: {batch: [lines]}."""
+    out, at = {}, 0
+    for batch in batches:
+        out[batch], at = lines[at:at + batch], at + batch
+    return out
+
+
+def first_difference(a, b):
+    """The first generated token (1-based) where two lines of comma-separated ids differ, or None."""
+    x, y = a.split(","), b.split(",")
+    for i, (p, q) in enumerate(zip(x, y)):
+        if p != q:
+            return i + 1
+    return None if len(x) == len(y) else min(len(x), len(y)) + 1
+
+
+# A batch's sequences are copies of one prompt, so within a run they must print the same line (the slots
+# must not change a sequence's sums), and between builds one divergence changes all of a batch's lines:
+# what is compared is one decode a batch, not a line each.
+for name, _ in builds:
+    for batch, lines in by_batch(tokens[name]).items():
+        if len(set(lines)) > 1:
+            say(f"- **{name} at batch {batch}: its copies of one prompt printed {len(set(lines))} different lines** "
+                "(a slot changed a sequence's sums)")
+anchor_name = builds[0][0]
 for name, _ in builds[1:]:
-    a, b = tokens[builds[0][0]], tokens[name]
-    same = sum(x == y for x, y in zip(a, b))
-    say(f"- {name}'s printed tokens against {builds[0][0]}'s: {same} of {len(a)} sequences' lines equal")
+    parts = []
+    for batch, lines in by_batch(tokens[name]).items():
+        anchor_lines = by_batch(tokens[anchor_name])[batch]
+        if not lines or not anchor_lines:
+            continue
+        at = first_difference(lines[0], anchor_lines[0])
+        parts.append(f"batch {batch} " + ("the same" if at is None else f"differs from token {at}"))
+    say(f"- {name}'s generated tokens against {anchor_name}'s (one decode a batch: its sequences are copies): "
+        + "; ".join(parts))
 say()
 
 for profile_batch in profile_batches:
