@@ -32,6 +32,13 @@ constexpr int64_t kDefaultTileMinRowsPerExpert = 32;
 /// dsf-gpu-grouped-experts wide-min-rows-per-expert
 /// (--tile-wide-min-rows-per-expert).
 constexpr int64_t kDefaultTileWideMinRowsPerExpert = 512;
+/// dsf-gpu-sink-attention split-below-blocks as dsf-compile passes it
+/// (--attention-split-below-blocks; the pass's own default is 0): a batched
+/// step of 1-15 sequences splits its 640 columns (10 parts at 1, 2 at 8).
+/// On an H100 (2026-12-06/07, bench/results/gpu-fused-consumers.md) a step
+/// of one sequence went x1.07 faster at 5 layers; at 132 (3 parts at batch
+/// 64) the parts and their merge cost more than the idle SMs gave.
+constexpr int64_t kDefaultAttentionSplitBelowBlocks = 16;
 
 #define GEN_PASS_DECL
 #include "lowering/Passes.h.inc"
@@ -68,7 +75,7 @@ struct CudaPipelineOptions {
   bool launchDependentsAtEntry = true;       // ... and let the next one be scheduled right after the wait
   int64_t attentionMmaMinTokens = 0;         // dsf-gpu-sink-attention mma-min-tokens (0: never)
   int64_t attentionMmaMinBatch = 0;          // dsf-gpu-sink-attention mma-min-batch (0: never)
-  int64_t attentionSplitBelowBlocks = 0;     // dsf-gpu-sink-attention split-below-blocks (0: never)
+  int64_t attentionSplitBelowBlocks = kDefaultAttentionSplitBelowBlocks; // ... split-below-blocks (0: never)
 };
 /// After dsf-to-linalg: bufferization, one kernel per linalg op (tiled
 /// parallel loops on blocks x threads), NVVM, cubins for `chip` through

@@ -566,7 +566,8 @@ def GpuSinkAttention : Pass<"dsf-gpu-sink-attention", "::mlir::ModuleOp"> {
     starts at the sink, and it stores its unnormalized output, maximum and
     sum; a third kernel merges the parts in order (the maximum over them,
     each rescaled by exp(its maximum - that), the sink's term once).
-    dsf-compile passes 132, the H200's SMs.
+    dsf-compile passes 16 (kDefaultAttentionSplitBelowBlocks): a batched
+    step of 1-15 sequences splits.
   }];
   let options = [Option<"batchInvariant", "batch-invariant", "bool", "false",
                         "One kernel (512 threads a block) for any number of tokens">,

@@ -569,10 +569,10 @@ PY
   # 4, 4 and 2 chunks; a prefill's at 16-300 tokens), then the model, 64
   # prompts of 20-700 tokens decoded as one batch and 8 of them as another,
   # split against unsplit up to where greedy choices part, to the w128
-  # check's bound (1e-1, 95 %; not yet measured at these sizes). On the H100
-  # (2026-12-06) the split from 132 blocks changed 65 of 73 sequences' tokens
-  # of the 5-layer V4.1-shaped model decoded as 1, 8 and 64 sequences, 1 of
-  # 73 from 16 blocks (no split at 64): bench/results/gpu-fused-consumers.md.
+  # check's bound: 1e-1, and 95 % of the argmax or at most 2 rows apart (a
+  # near tie's flip is a row however short the prompt). Measured on the
+  # H100, 2026-12-07: at most 3.1e-2, 8 rows apart of 20,957 over the 64
+  # sequences, 2 of them in one of 36 rows (bench/results/gpu-fused-consumers.md).
   if have a512-split.ptx; then
     for h in dsf_attention_slots_h64_d512_w128_k512_s3d3504f3_e64_nvfp4 dsf_attention_slots_h64_d512_w128_k512_s3d3504f3_e32_nvfp4 \
              dsf_attention_slots_h64_d512_w128_k0_s3d3504f3_e0 dsf_attention_h64_d512_w128_k512_s3d3504f3 \
@@ -590,7 +590,7 @@ PY
       $R $G/a512-split.dsfa --weights $OUT/a512.safetensors --batch-prompts /tmp/a512prompts$b --dump-logits $OUT/a512-s$b.logits --timing
       for ((s = 0; s < b; ++s)); do
         $C $OUT/a512-s$b.logits --sequence $s --common-prefix --min-common $((alens[s] + 1)) \
-          --against $OUT/a512-w$b.logits --max-rel 1e-1 --min-argmax 95 || true
+          --against $OUT/a512-w$b.logits --max-rel 1e-1 --min-argmax 95 --allow-misses 2 || true
       done
     done
     # memcheck on 64 short prompts: a batched step's attention has its 640

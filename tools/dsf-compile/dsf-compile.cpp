@@ -132,13 +132,14 @@ cl::opt<long> attentionMmaMinTokens("attention-mma-min-tokens",
                                              "token and group of heads), fewer on the SIMT kernels (f32); 0: never. "
                                              "Default 16 with --tile-math=bf16, else 0"),
                                     cl::init(0), cl::cat(dsfCategory));
-cl::opt<long> attentionSplitBelowBlocks(
-    "attention-split-below-blocks",
-    cl::desc("--target=cuda: a tensor-core attention call of fewer blocks (tokens x groups of heads) than this "
-             "splits its columns across blocks, ceil(this / blocks) parts at most, merged by a second kernel "
-             "(flash-decoding: a decode's one query a sequence is otherwise a block a sequence); 0: never. "
-             "Default 0 until measured on the H200; 132 is its SM count"),
-    cl::init(0), cl::cat(dsfCategory));
+const std::string attentionSplitBelowBlocksHelp =
+    "--target=cuda: a tensor-core attention call of fewer blocks (tokens x groups of heads) than this splits its "
+    "columns across blocks, ceil(this / blocks) parts at most, merged by a second kernel (flash-decoding: a "
+    "decode's one query a sequence is otherwise a block a sequence); 0: never. Default " +
+    std::to_string(mlir::dsf::kDefaultAttentionSplitBelowBlocks) + ": a batched step of fewer sequences splits";
+cl::opt<long> attentionSplitBelowBlocks("attention-split-below-blocks", cl::desc(attentionSplitBelowBlocksHelp),
+                                        cl::init(mlir::dsf::kDefaultAttentionSplitBelowBlocks),
+                                        cl::cat(dsfCategory));
 cl::opt<long> attentionMmaMinBatch("attention-mma-min-batch",
                                    cl::desc("--target=cuda: a batched decode step of this many sequences or more "
                                             "runs its sink attention on the tensor cores (the sequences' columns "

@@ -12,13 +12,15 @@ requires bit-identical logits; --last N compares the last N positions only,
 positions before the first id where they differ (position p's logits depend
 on ids 0..p only, and the last compared one is where their argmax parted);
 --min-common N fails when that prefix is shorter than N ids.
+--allow-misses N passes the argmax check with at most N rows disagreeing,
+whatever --min-argmax's percentage (a short sequence's near ties).
 --sequence S takes sequence S of a batch's dump (dsf-run --batch-prompts), and
 of OTHER_DUMP when that is a batch's too.
 --decode-from N [--chunk K] runs the reference as dsf-run --then-ids does:
 a prefill of the first N ids, then the rest K at a time through its decode.
 usage: check_logits.py DUMP (--golden IO --key K --row R | --reference DIR --weights W [--dense] [--quant] [--no-pool] [--prefill MODE]
                              [--decode-from N [--chunk K]]
-                             | --against OTHER_DUMP [--common-prefix [--min-common N]]) [--sequence S] [--last N] [--positions LO:HI] [--max-rel R] [--min-argmax P] [--exact]"""
+                             | --against OTHER_DUMP [--common-prefix [--min-common N]]) [--sequence S] [--last N] [--positions LO:HI] [--max-rel R] [--min-argmax P [--allow-misses N]] [--exact]"""
 import copy
 import json
 import os
@@ -150,11 +152,16 @@ if option("--last"):
     keep = int(option("--last"))
     got, ref, rows = got[-keep:], ref[-keep:], rows[-keep:]
 max_rel, min_argmax = float(option("--max-rel", "inf")), float(option("--min-argmax", "0"))
+allow_misses = int(option("--allow-misses", "0"))
 finite = bool(np.all(np.isfinite(got)))
 rel = float(np.linalg.norm(got - ref) / np.linalg.norm(ref)) if finite else float("nan")
 agree = int((got.argmax(-1) == ref.argmax(-1)).sum())
 exact = finite and got.shape == ref.shape and bool(np.array_equal(got, ref))
-ok = finite and got.shape == ref.shape and rel <= max_rel and 100.0 * agree / len(rows) >= min_argmax
+# --allow-misses N: N rows may disagree whatever --min-argmax says. A near
+# tie's flip is one row however short the sequence, so a percentage alone
+# fails a 36-row sequence on 2 flips that a 700-row one would pass on 35.
+argmax_ok = 100.0 * agree / len(rows) >= min_argmax or len(rows) - agree <= allow_misses
+ok = finite and got.shape == ref.shape and rel <= max_rel and argmax_ok
 ok = ok and (exact or "--exact" not in sys.argv)
 print(f"{label}: relative error {rel:.3e}, argmax agreement {agree}/{len(rows)}{', bit-identical' if exact else ''} "
       f"{'ok' if ok else 'FAILED'}")
