@@ -180,10 +180,11 @@ for name, _ in builds:
             say(f"- **{name} at batch {batch}: its copies of one prompt printed {len(set(lines))} different lines** "
                 "(a slot changed a sequence's sums)")
 anchor_name = builds[0][0]
+anchor_by_batch = by_batch(tokens[anchor_name])
 for name, _ in builds[1:]:
     parts = []
     for batch, lines in by_batch(tokens[name]).items():
-        anchor_lines = by_batch(tokens[anchor_name])[batch]
+        anchor_lines = anchor_by_batch[batch]
         if not lines or not anchor_lines:
             continue
         at = first_difference(lines[0], anchor_lines[0])

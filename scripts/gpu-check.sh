@@ -28,14 +28,19 @@ case "${1:-}" in
 prepare)
   root=$(cd "$(dirname "$0")/.." && pwd)
   golden="${DSF_GOLDEN_DIR:-$root/../shared/golden}/v41-tiny"
+  # Which sets of artifacts each mode prepares (empty: not).
+  case "${*:2}" in
+    "") core=1 full=1 bf16=1 split=1 ;;
+    quick) core=1 full= bf16= split= ;;
+    "quick bf16") core=1 full= bf16=1 split=1 ;;
+    split) core= full= bf16= split=1 ;;
+    *)
+      echo "scripts/gpu-check.sh prepare: unknown mode '${*:2}' (give nothing, quick, quick bf16 or split)" >&2
+      exit 2
+      ;;
+  esac
   mkdir -p $G
-  mode="${2:-}" bf16="${3:-}"
-  if [[ ! ($mode == "" || $mode == quick || $mode == split) || ($bf16 != "" && ! ($mode == quick && $bf16 == bf16)) ]]; then
-    echo "scripts/gpu-check.sh prepare: unknown mode '${*:2}' (give nothing, quick, quick bf16 or split)" >&2
-    exit 2
-  fi
-  # The core artifacts: every mode but split.
-  if [[ $mode != split ]]; then
+  if [[ $core ]]; then
     build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cuda -o $G/cuda.dsfa
     build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cuda --batch-invariant -o $G/cuda-invariant.dsfa
     # The same launched plainly: every kernel after the one before has completed (no griddepcontrol).
@@ -84,7 +89,7 @@ prepare)
     build/bin/dsf-compile $K512_2L --bf16-copies -o $G/k512-2l-copies.dsfa
     build/bin/dsf-compile models/deepseek-v4.1-tiny --no-kv-quant --target=cpu -o $G/cpu-noquant.dsfa
   fi
-  if [[ $mode == "" ]]; then
+  if [[ $full ]]; then
   # The tensor cores (--tile-math): the tiny models and the small V4.
   build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cuda --tile-math=3xtf32 --no-batch-decode -o $G/cuda-3xtf32.dsfa
   build/bin/dsf-compile models/deepseek-v4.1-tiny --target=cuda --tile-math=tf32 --no-batch-decode -o $G/cuda-tf32.dsfa
@@ -92,7 +97,7 @@ prepare)
   build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cuda --tile-math=3xtf32 --no-batch-decode -o $G/v4small-cuda-3xtf32.dsfa
   build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cuda --tile-math=tf32 --no-batch-decode -o $G/v4small-cuda-tf32.dsfa
   fi
-  if [[ $mode == "" || ($mode == quick && $bf16 == bf16) ]]; then
+  if [[ $bf16 ]]; then
   # bf16 operands on the tensor cores (--tile-math=bf16), every product of
   # 16 rows or more on the tiles (the checks' prompts are 40-77 tokens: by
   # default their products would take the warp kernel, which --tile-math
@@ -114,7 +119,7 @@ prepare)
   build/bin/dsf-compile models/deepseek-v4-small --no-kv-quant --target=cuda $BF16 $SIMT_ATTENTION -o $G/v4small-cuda-bf16-simt-attention.dsfa
   build/bin/dsf-compile models/deepseek-v4-tiny --no-kv-quant --target=cuda --no-batch-decode --attention-mma-min-tokens=16 -o $G/v4cuda-mma-attention.dsfa
   fi
-  if [[ $mode == "" || $mode == split || ($mode == quick && $bf16 == bf16) ]]; then
+  if [[ $split ]]; then
   # The tensor-core attention with its columns split across blocks
   # (--attention-split-below-blocks=132): the tiny V4.1 with a
   # window of 128 (its attentions 128 and 136 columns: two and three chunks
@@ -143,7 +148,7 @@ prepare)
   build/bin/dsf-compile $A512 --attention-split-below-blocks=132 -o $G/a512-split.dsfa
   build/bin/dsf-compile $A512 --attention-split-below-blocks=0 -o $G/a512-whole.dsfa
   fi
-  if [[ $mode == "" ]]; then
+  if [[ $full ]]; then
   # The tiny V4.1 declared bf16 (its weights bound as bf16 and widened in the
   # kernels), quantizers off, on the GPU and the CPU.
   mkdir -p build/tiny-bf16
