@@ -28,7 +28,10 @@ keys, ReLU, head weights, top-512) and sparse attention (64 heads x 512 over
 the 512 selected FP4 entries and the 128-entry window, with the sink), the
 FP4 decode included, against dsf's kernels for the same ops in the profile.
 Every context gets its DSF_CUDA_PROFILE run and per-kernel table, or those up
-to DSF_BENCH_PROFILE_UP_TO=N.
+to DSF_BENCH_PROFILE_UP_TO=N. DSF_BENCH_PREFILL_CHUNK=C runs every prompt C
+tokens a call (dsf-run --prefill-chunk): an 8K call's ratio-1 indexer scores
+([tokens, 32, entries] f32, 8.6 GB) and logits (4.2 GB) beside 31.6 GB of
+bound weights and their scratch do not fit an 80 GB H100.
 """
 import datetime
 import os
@@ -44,6 +47,7 @@ contexts = [int(c) for c in sys.argv[4:]] or [2048, 8192]
 # DSF_BENCH_PROFILE_UP_TO=N: the DSF_CUDA_PROFILE runs only for contexts up
 # to N (a 64K prefill takes minutes, and the profile would run it again).
 profile_up_to = int(os.environ.get("DSF_BENCH_PROFILE_UP_TO", str(max(contexts))))
+prefill_chunk = os.environ.get("DSF_BENCH_PREFILL_CHUNK")
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(root, "tools", "scripts"))
 import dsfa_tool  # noqa: E402
@@ -109,6 +113,8 @@ def run(ids, *extra, profile=None, timeout=None):
     with open(path, "w") as f:
         f.write(",".join(map(str, ids)))
     cmd = [dsf_run, artifact, "--weights", weights, "--prompt-ids", "@" + path] + list(extra)
+    if prefill_chunk and len(ids) > int(prefill_chunk):
+        cmd += ["--prefill-chunk", prefill_chunk]
     e = dict(env, DSF_CUDA_PROFILE=profile) if profile else env
     t0 = time.perf_counter()
     r = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=timeout)
@@ -212,7 +218,10 @@ for n in contexts:
             f"(process {wall:.0f} s)")
     except (subprocess.TimeoutExpired, RuntimeError) as e:
         rows.append((n, None, None, None))
-        say(f"- context {n}: did not finish: {str(e).splitlines()[0][:200]}")
+        why = str(e).splitlines()
+        # The command, then dsf-run's last lines: the reason it stopped.
+        say(f"- context {n}: did not finish: {why[0][:200]}" +
+            "".join(f"\n  > {line[:300]}" for line in why[-6:][1:] if line.strip()))
         continue
     if n <= profile_up_to:   # the per-kernel tables (a second prefill each)
         prof = os.path.join(work, f"profile{n}.md")
