@@ -40,6 +40,14 @@ constexpr int64_t kDefaultTileWideMinRowsPerExpert = 512;
 /// 64) the parts and their merge cost more than the idle SMs gave.
 constexpr int64_t kDefaultAttentionSplitBelowBlocks = 16;
 
+/// dsf-to-linalg's weight-storage=released binds an MXFP4 expert weight
+/// NAME [E, out, in] as the checkpoint holds it: NAME, i8 [E, out, in / 2]
+/// (two E2M1 codes a byte, low nibble first), and NAME.scale, i8
+/// [E, out, in / 32] (a UE8M0 byte a block of 32 along the depth). The
+/// manifest names both; the runtime hands the bytes over as they are.
+constexpr int64_t kMxfp4Block = 32;
+constexpr llvm::StringLiteral kPackedScaleSuffix = ".scale";
+
 #define GEN_PASS_DECL
 #include "lowering/Passes.h.inc"
 

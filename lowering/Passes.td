@@ -25,6 +25,13 @@ def DsfToLinalg : Pass<"dsf-to-linalg", "::mlir::ModuleOp"> {
     that read a small weight whole (biases, mHC's tensors, sinks) get it
     widened once. `weight-storage=f32` binds every float weight as f32 (the
     anchor of bench/gpu_weight_storage.py). Integer tables stay i32.
+    `weight-storage=released` is `declared`, but a weight in MXFP4 (E2M1,
+    a UE8M0 scale per 32 along the last axis) that only dsf.moe_experts
+    reads is bound as the checkpoint holds it: NAME as i8 [E, out, in / 2]
+    (two codes a byte, low nibble first) and NAME.scale as i8
+    [E, out, in / 32]; the experts' products decode each element as they
+    read it (the value the runtime would have widened, bit for bit), from
+    4.25 bits an element instead of 16.
 
     The indexer's top-k is exact either way: below `topk-threshold-from`
     entries each candidate is ranked against every other (O(entries^2) a
@@ -42,7 +49,8 @@ def DsfToLinalg : Pass<"dsf-to-linalg", "::mlir::ModuleOp"> {
                         "rows (codes, then a scale byte a block), decoded where they are read">,
                  Option<"weightStorage", "weight-storage", "std::string", "\"declared\"",
                         "How weights are bound: 'declared' (a bf16 weight stays bf16, widened "
-                        "to f32 as the products read it) or 'f32' (every float weight f32)">];
+                        "to f32 as the products read it), 'f32' (every float weight f32) or 'released' "
+                        "(declared, the experts' MXFP4 weights packed as the checkpoint holds them)">];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
                            "::mlir::func::FuncDialect", "::mlir::scf::SCFDialect"];

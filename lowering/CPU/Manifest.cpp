@@ -1,5 +1,6 @@
 //===- Manifest.cpp - what an artifact says about its model ----------------===//
 #include "lowering/CPU/Manifest.h"
+#include "lowering/Passes.h"   // kPackedScaleSuffix
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -188,7 +189,16 @@ LogicalResult mlir::dsf::describeEntryPoints(ModuleOp module, const ModelFacts &
         e.outputs.push_back(spec(state[i], type.getResult(1 + i)));
     for (auto [i, a] : llvm::enumerate(bound)) {
       auto name = llvm::cast<FlatSymbolRefAttr>(a).getValue();
-      auto it = facts.weights.find(name);
+      auto boundType = llvm::cast<RankedTensorType>(type.getInput(numInputs + stateInputs + tables.size() + i));
+      Type element = boundType.getElementType();
+      // A weight bound packed (weight-storage=released): NAME its E2M1
+      // codes, NAME.scale its UE8M0 bytes, each in the shape it is bound in
+      // (the checkpoint's bytes).
+      bool packed = element.isInteger(8);
+      StringRef declared = name;
+      if (packed && name.ends_with(kPackedScaleSuffix))
+        declared = name.drop_back(kPackedScaleSuffix.size());
+      auto it = facts.weights.find(declared);
       if (it == facts.weights.end()) {
         error = "entry point '" + e.name + "' binds undeclared weight '" + name.str() + "'";
         return failure();
@@ -196,13 +206,19 @@ LogicalResult mlir::dsf::describeEntryPoints(ModuleOp module, const ModelFacts &
       e.weights.push_back(it->second);
       // The element the lowering bound it in (dsf-to-linalg's weight-storage),
       // which is what the runtime must hand over.
-      Type element = llvm::cast<RankedTensorType>(type.getInput(numInputs + stateInputs + tables.size() + i)).getElementType();
-      if (!element.isF32() && !element.isBF16() && !element.isInteger(32)) {
+      if (!element.isF32() && !element.isBF16() && !element.isInteger(32) && !packed) {
         error = "entry point '" + e.name + "' binds weight '" + name.str() + "' as " + printed(TypeAttr::get(element)) +
-                ", which the runtime cannot hand over (f32, bf16 or i32)";
+                ", which the runtime cannot hand over (f32, bf16, i32, or i8 codes and scales)";
         return failure();
       }
-      e.weights.back().dtype = dtypeOf(element);
+      ::dsf::rt::WeightSpec &spec = e.weights.back();
+      if (packed) {
+        spec.name = name.str();
+        spec.dtype = declared == name ? "e2m1x2" : "ue8m0";
+        spec.shape.assign(boundType.getShape().begin(), boundType.getShape().end());
+      } else {
+        spec.dtype = dtypeOf(element);
+      }
     }
     entries.push_back(std::move(e));
   }

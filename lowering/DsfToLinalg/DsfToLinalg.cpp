@@ -352,25 +352,46 @@ struct MoeExpertsLowering : DsfPattern<MoeExpertsOp> {
     Value x = adaptor.getInput(), routing = adaptor.getRoutingWeights(), experts = adaptor.getExperts();
     Value w1 = storedWeight(op, op.getW1Attr()), w2 = storedWeight(op, op.getW2Attr()), w3 = storedWeight(op, op.getW3Attr());
     int64_t topK = tensorType(routing).getDimSize(1), inter = tensorType(w1).getDimSize(1);
+    // W[e, i, d] as f32: the stored element widened, or with the weight
+    // bound packed (weight-storage=released) its E2M1 code times its
+    // block's UE8M0 scale, decoded here: the value the runtime would have
+    // widened, bit for bit, from a quarter of the bytes.
+    auto element = [&](OpBuilder &nb, Location l, FlatSymbolRefAttr sym, Value stored, Value e, Value i, Value d) {
+      if (!tensorType(stored).getElementType().isInteger(8))
+        return widenToF32(nb, l, tensor::ExtractOp::create(nb, l, stored, ValueRange{e, i, d}));
+      Value scales = storedWeight(op, FlatSymbolRefAttr::get(nb.getStringAttr(sym.getValue() + kPackedScaleSuffix)));
+      auto byte = [&](Value t, Value at) {
+        return arith::ExtUIOp::create(nb, l, nb.getI32Type(), tensor::ExtractOp::create(nb, l, t, ValueRange{e, i, at}))
+            .getResult();
+      };
+      auto index = [&](int64_t v) { return arith::ConstantIndexOp::create(nb, l, v).getResult(); };
+      Value odd = arith::IndexCastOp::create(nb, l, nb.getI32Type(), arith::RemUIOp::create(nb, l, d, index(2)));
+      Value shift = arith::MulIOp::create(nb, l, odd, arith::ConstantIntOp::create(nb, l, 4, 32));
+      Value code = arith::AndIOp::create(
+          nb, l, arith::ShRUIOp::create(nb, l, byte(stored, arith::DivUIOp::create(nb, l, d, index(2))), shift),
+          arith::ConstantIntOp::create(nb, l, 15, 32));
+      Value scale = lowering::packedScaleValue(nb, l, byte(scales, arith::DivUIOp::create(nb, l, d, index(kMxfp4Block))),
+                                               /*e4m3Scale=*/false);
+      return arith::MulFOp::create(nb, l, lowering::e2m1Value(nb, l, code), scale).getResult();
+    };
     double limit = op.getSwigluLimit().convertToDouble();
     auto hType = RankedTensorType::get({ShapedType::kDynamic, topK, inter}, b.getF32Type());
     // (t, k, i, d): g[t, k, i] = sum_d W[e[t, k], i, d] x[t, d]
-    auto project = [&](Value stacked) {
+    auto project = [&](FlatSymbolRefAttr sym, Value stacked) {
       return linalg::GenericOp::create(
                  b, loc, TypeRange{hType}, ValueRange{experts, x}, ValueRange{zeros(b, loc, hType, x)},
                  ArrayRef<AffineMap>{pick(ctx, 4, {0, 1}), pick(ctx, 4, {0, 3}), pick(ctx, 4, {0, 1, 2})},
                  iterators(3, 1),
                  [&](OpBuilder &nb, Location l, ValueRange a) {
                    Value e = arith::IndexCastOp::create(nb, l, nb.getIndexType(), a[0]);
-                   Value w = widenToF32(nb, l, tensor::ExtractOp::create(nb, l, stacked,
-                                                                         ValueRange{e, linalg::IndexOp::create(nb, l, 2),
-                                                                                    linalg::IndexOp::create(nb, l, 3)}));
+                   Value w = element(nb, l, sym, stacked, e, linalg::IndexOp::create(nb, l, 2),
+                                     linalg::IndexOp::create(nb, l, 3));
                    Value p = arith::MulFOp::create(nb, l, w, a[1]);
                    linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], p).getResult());
                  })
           .getResult(0);
     };
-    Value g = project(w1), u = project(w3);
+    Value g = project(op.getW1Attr(), w1), u = project(op.getW3Attr(), w3);
     // What the CUDA pipeline runs as grouped GEMMs (dsf-gpu-grouped-experts).
     for (Value v : {g, u})
       v.getDefiningOp()->setAttr("dsf.experts", b.getStringAttr("project"));
@@ -387,9 +408,8 @@ struct MoeExpertsLowering : DsfPattern<MoeExpertsOp> {
         ArrayRef<AffineMap>{pick(ctx, 4, {0, 2}), pick(ctx, 4, {0, 2, 3}), pick(ctx, 4, {0, 1})}, iterators(2, 2),
         [&](OpBuilder &nb, Location l, ValueRange a) {
           Value e = arith::IndexCastOp::create(nb, l, nb.getIndexType(), a[0]);
-          Value w = widenToF32(nb, l, tensor::ExtractOp::create(nb, l, w2,
-                                                                ValueRange{e, linalg::IndexOp::create(nb, l, 1),
-                                                                           linalg::IndexOp::create(nb, l, 3)}));
+          Value w = element(nb, l, op.getW2Attr(), w2, e, linalg::IndexOp::create(nb, l, 1),
+                            linalg::IndexOp::create(nb, l, 3));
           Value p = arith::MulFOp::create(nb, l, w, a[1]);
           linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], p).getResult());
         });
@@ -818,13 +838,40 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
     return outlined;
   }
 
+  /// With weight-storage=released, the weights bound packed: those in
+  /// MXFP4 (E2M1, a UE8M0 scale per 32 along the last axis) without a value
+  /// that only dsf.moe_experts reads (its products decode each element as
+  /// they read it). Any other reader would need the decoded tensor, so a
+  /// weight it shares stays widened.
+  static llvm::StringSet<> packedExpertWeights(ModelOp model, ArrayRef<WeightDeclOp> order) {
+    llvm::StringSet<> experts, others;
+    model.walk([&](WeightUserOpInterface user) {
+      SmallVector<WeightUse> uses;
+      user.getWeightUses(uses);
+      bool expert = llvm::isa<MoeExpertsOp>(user.getOperation());
+      for (const WeightUse &u : uses)
+        (expert ? experts : others).insert(u.symbol.getValue());
+    });
+    llvm::StringSet<> packed;
+    for (WeightDeclOp w : order) {
+      QuantAttr format = w.getFormatAttr();
+      ArrayRef<int64_t> shape = w.getTensorType().getShape();
+      if (format && format.getElement() == ScalarFormat::e2m1 && format.getScale() == ScaleFormat::ue8m0 &&
+          format.getBlockRows() == 1 && format.getBlockCols() == kMxfp4Block && format.getBf16Tail() == 0 &&
+          !w.getValueAttr() && shape.size() == 3 && shape.back() % kMxfp4Block == 0 &&
+          experts.contains(w.getSymName()) && !others.contains(w.getSymName()))
+        packed.insert(w.getSymName());
+    }
+    return packed;
+  }
+
   /// Binds the weights `func` uses (or `extra` names) as constants (a weight
   /// with a value) or trailing arguments, in the element type they are stored
   /// in (see the pass's weight-storage option); returns the symbols bound as
   /// arguments, in declaration order.
   static FailureOr<SmallVector<StringRef>> bindWeights(func::FuncOp func, ArrayRef<WeightDeclOp> order,
                                                        const llvm::StringSet<> &extra, bool keepNarrow,
-                                                       WeightValues &weights) {
+                                                       const llvm::StringSet<> &packed, WeightValues &weights) {
     llvm::StringSet<> used = extra;
     func.walk([&](WeightUserOpInterface user) {
       SmallVector<WeightUse> uses;
@@ -849,6 +896,25 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
           return failure();
         }
         map[w.getSymName()] = arith::ConstantOp::create(b, w.getLoc(), llvm::cast<TypedAttr>(value));
+        continue;
+      }
+      if (packed.contains(w.getSymName())) {
+        // Two E2M1 codes a byte (the checkpoint's: low nibble first) and
+        // one UE8M0 byte a block of 32 along the depth: `name` and
+        // `name.scale`, bound as the checkpoint holds them.
+        ArrayRef<int64_t> shape = w.getTensorType().getShape();
+        SmallVector<int64_t> codes(shape), scales(shape);
+        codes.back() /= 2;
+        scales.back() /= kMxfp4Block;
+        StringRef scaleName = b.getStringAttr(w.getSymName() + kPackedScaleSuffix).getValue();
+        for (auto [name, bytes] : {std::make_pair(w.getSymName(), codes), std::make_pair(scaleName, scales)}) {
+          unsigned index = func.getNumArguments();
+          if (failed(func.insertArgument(index, RankedTensorType::get(bytes, b.getI8Type()), DictionaryAttr(),
+                                         w.getLoc())))
+            return failure();
+          map[name] = func.getArgument(index);
+          bound.push_back(name);
+        }
         continue;
       }
       unsigned index = func.getNumArguments();
@@ -1031,11 +1097,12 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
     tagLocations(module);
     LoweringState state;
     state.topkThresholdFrom = topkThresholdFrom;
-    if (weightStorage != "declared" && weightStorage != "f32") {
-      module.emitError() << "dsf-to-linalg: weight-storage must be 'declared' or 'f32', not '" << weightStorage << "'";
+    if (weightStorage != "declared" && weightStorage != "f32" && weightStorage != "released") {
+      module.emitError() << "dsf-to-linalg: weight-storage must be 'declared', 'f32' or 'released', not '"
+                         << weightStorage << "'";
       return signalPassFailure();
     }
-    bool keepNarrow = weightStorage == "declared";
+    bool keepNarrow = weightStorage != "f32", released = weightStorage == "released";
     if (pageTokens < 1) {
       module.emitError() << "dsf-to-linalg: page-tokens must be at least 1, not " << int64_t(pageTokens);
       return signalPassFailure();
@@ -1046,6 +1113,9 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
     SmallVector<func::FuncOp> batched;   // batched entry points and their layers' functions
     for (auto model : llvm::to_vector(module.getBody()->getOps<ModelOp>())) {
       SmallVector<WeightDeclOp> order(model.getBody().front().getOps<WeightDeclOp>());
+      llvm::StringSet<> packed;
+      if (released)
+        packed = packedExpertWeights(model, order);
       SmallVector<func::FuncOp> moved;
       for (auto entry : llvm::to_vector(model.getBody().front().getOps<func::FuncOp>())) {
         llvm::StringMap<SmallVector<StringRef>> layerWeights;
@@ -1058,7 +1128,7 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
           batched.append(layers.begin(), layers.end());
         }
         for (func::FuncOp layer : layers) {
-          auto bound = bindWeights(layer, order, {}, keepNarrow, weights);
+          auto bound = bindWeights(layer, order, {}, keepNarrow, packed, weights);
           if (failed(bound))
             return signalPassFailure();
           for (StringRef w : *bound)
@@ -1066,7 +1136,7 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
           layerWeights[layer.getSymName()] = *bound;
           moved.push_back(layer);
         }
-        auto bound = bindWeights(entry, order, passedOn, keepNarrow, weights);
+        auto bound = bindWeights(entry, order, passedOn, keepNarrow, packed, weights);
         if (failed(bound))
           return signalPassFailure();
         // Each call passes its layer's weights on from the entry's arguments.

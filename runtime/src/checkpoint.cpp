@@ -269,4 +269,87 @@ bool readWeight(const WeightSource &weights, const WeightSpec &w, std::vector<fl
   return true;
 }
 
+bool isPackedWeight(const WeightSpec &spec) { return spec.dtype == "e2m1x2" || spec.dtype == "ue8m0"; }
+
+bool readPackedWeight(const WeightSource &weights, const WeightSpec &w, std::vector<uint8_t> &bytes,
+                      std::set<std::string> &consumed, std::string &error) {
+  const bool scales = w.dtype == "ue8m0";
+  const std::string suffix = ".scale";
+  // The codes' name: the weight's, or its scales' without the suffix.
+  std::string base = w.name;
+  if (scales) {
+    if (base.size() <= suffix.size() || base.compare(base.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      error = "weight '" + w.name + "': UE8M0 scales of a packed weight must be named NAME.scale";
+      return false;
+    }
+    base.resize(base.size() - suffix.size());
+  }
+  if (w.shape.empty() || (!w.expertNames.empty() && w.shape.size() < 2)) {
+    error = "weight '" + w.name + "': a packed weight needs a shape of at least " +
+            std::string(w.expertNames.empty() ? "one axis" : "two axes (experts, then one expert's)");
+    return false;
+  }
+  size_t total = 1;
+  for (int64_t d : w.shape)
+    total *= size_t(d);
+  bytes.assign(total, 0);
+  // One checkpoint tensor (the codes' name) into [at, at + its bytes): the
+  // codes U8 / I8 with MXFP4 scales beside them, as the artifact expects.
+  auto readInto = [&](const std::string &codesName, const std::vector<int64_t> &want, size_t at) {
+    const TensorView *codes = weights.find(codesName);
+    const TensorView *scale = weights.find(codesName + suffix);
+    std::string what = "weight '" + w.name + "' (bound packed: --weight-storage=released)";
+    if (codes->dtype != DType::U8 && codes->dtype != DType::I8) {
+      error = weights.origin(codesName) + ": " + what + ": the checkpoint holds '" + codesName + "' as " +
+              dtypeName(codes->dtype) + ", not MXFP4 codes (U8); build with --weight-storage=declared";
+      return false;
+    }
+    if (!scale || (scale->dtype != DType::U8 && scale->dtype != DType::F8_E8M0)) {
+      error = weights.origin(codesName) + ": " + what + ": '" + codesName + "' needs UE8M0 scales '" + codesName +
+              suffix + "' (U8 or F8_E8M0)" + (scale ? std::string(", found ") + dtypeName(scale->dtype) : ", missing");
+      return false;
+    }
+    const TensorView &t = scales ? *scale : *codes;
+    std::vector<int64_t> other = scales ? codes->shape : scale->shape;
+    // The scales take one byte a 32 codes' 16 bytes.
+    std::vector<int64_t> pair = want;
+    pair.back() = scales ? want.back() * 16 : want.back() / 16;
+    if (t.shape != want || other != pair) {
+      error = weights.origin(codesName) + ": " + what + ": expected codes " +
+              shapeString(scales ? pair : want) + " and scales " + shapeString(scales ? want : pair) + ", found " +
+              shapeString(codes->shape) + " and " + shapeString(scale->shape);
+      return false;
+    }
+    std::memcpy(bytes.data() + at, t.data, t.bytes);
+    consumed.insert(codesName);
+    consumed.insert(codesName + suffix);
+    return true;
+  };
+  if (weights.find(base))
+    return readInto(base, w.shape, 0);
+  if (!w.expertNames.empty()) {
+    auto expertName = [&](int64_t e) {
+      std::string name = w.expertNames;
+      return name.replace(name.find("{e}"), 3, std::to_string(e));
+    };
+    std::vector<int64_t> one(w.shape.begin() + 1, w.shape.end());
+    size_t per = total / size_t(w.shape[0]);
+    for (int64_t e = 0; e < w.shape[0]; ++e) {
+      if (!weights.find(expertName(e))) {
+        error = "weight '" + expertName(e) + "' (expert " + std::to_string(e) + " of '" + base +
+                "', bound packed) is missing from the checkpoint";
+        return false;
+      }
+      if (!readInto(expertName(e), one, size_t(e) * per))
+        return false;
+    }
+    return true;
+  }
+  error = "weight '" + base + "' (bound packed: --weight-storage=released) is missing from the checkpoint" +
+          std::string(hfNameOf(base) ? " (a transformers checkpoint's fused experts are read decoded: build with "
+                                       "--weight-storage=declared)"
+                                     : "");
+  return false;
+}
+
 } // namespace dsf::rt

@@ -49,13 +49,16 @@ struct WeightBuffer {
   std::vector<float> f32;
   std::vector<uint16_t> bf16;
   std::vector<int32_t> i32;
+  std::vector<uint8_t> packed;   // a weight bound packed: the checkpoint's bytes
   void *device = nullptr;   // CUDA artifacts: the values in device memory
   void *host() {
     if (!bf16.empty())
       return bf16.data();
+    if (!packed.empty())
+      return packed.data();
     return f32.empty() ? static_cast<void *>(i32.data()) : static_cast<void *>(f32.data());
   }
-  size_t bytes() const { return f32.size() * 4 + bf16.size() * 2 + i32.size() * 4; }
+  size_t bytes() const { return f32.size() * 4 + bf16.size() * 2 + i32.size() * 4 + packed.size(); }
   void *data() { return device ? device : host(); }
   /// Rounds the values read as f32 to bf16 (exact for bf16 and the
   /// released FP8 / FP4 checkpoints).
@@ -68,7 +71,7 @@ struct WeightBuffer {
   WeightBuffer() = default;
   WeightBuffer(WeightBuffer &&o) noexcept
       : shape(std::move(o.shape)), f32(std::move(o.f32)), bf16(std::move(o.bf16)), i32(std::move(o.i32)),
-        device(o.device) {
+        packed(std::move(o.packed)), device(o.device) {
     o.device = nullptr;
   }
   ~WeightBuffer() { cuda::deviceFree(device); }
@@ -182,7 +185,8 @@ std::unique_ptr<HostModel> HostModel::load(std::shared_ptr<Artifact> artifact, c
       workers.emplace_back([&, i] {
         const WeightSpec &w = *unique[begin + i];
         batch[i].shape = w.shape;
-        ok[i] = readWeight(weights, w, batch[i].f32, batch[i].i32, used[i], errors[i]);
+        ok[i] = isPackedWeight(w) ? readPackedWeight(weights, w, batch[i].packed, used[i], errors[i])
+                                  : readWeight(weights, w, batch[i].f32, batch[i].i32, used[i], errors[i]);
         if (ok[i] && w.dtype == "bf16")
           batch[i].toBF16();
       });
@@ -207,6 +211,7 @@ std::unique_ptr<HostModel> HostModel::load(std::shared_ptr<Artifact> artifact, c
         std::vector<float>().swap(buffer.f32);
         std::vector<uint16_t>().swap(buffer.bf16);
         std::vector<int32_t>().swap(buffer.i32);
+        std::vector<uint8_t>().swap(buffer.packed);
       }
       buffers->emplace(w.name, std::move(buffer));
     }

@@ -1,7 +1,7 @@
 // RUN: dsf-opt %s --dsf-to-linalg="weight-storage=f32" --split-input-file -verify-diagnostics
 // RUN: not dsf-opt %s --dsf-to-linalg="weight-storage=fp8" --split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
 
-// BAD: weight-storage must be 'declared' or 'f32', not 'fp8'
+// BAD: weight-storage must be 'declared', 'f32' or 'released', not 'fp8'
 
 // With every weight bound as f32, a bf16 constant weight is named, not
 // converted silently.

@@ -91,7 +91,10 @@ cl::opt<long> topkThresholdFrom("topk-threshold-from",
                                 cl::init(256), cl::cat(dsfCategory));
 cl::opt<std::string> weightStorage("weight-storage",
                                    cl::desc("--target: how weights are kept: declared (a weight the model declares "
-                                            "bf16 stays bf16, widened as the kernels read it; the default) or f32"),
+                                            "bf16 stays bf16, widened as the kernels read it; the default), f32, or "
+                                            "released (declared, but the routed experts' MXFP4 weights stay the "
+                                            "checkpoint's codes and scales, decoded as the products read them; "
+                                            "--target=cpu for now)"),
                                    cl::init("declared"), cl::cat(dsfCategory));
 cl::opt<bool> batchInvariant("batch-invariant",
                              cl::desc("--target=cuda: every projection sums in one order whatever the number of rows, "
@@ -347,8 +350,13 @@ int main(int argc, char **argv) {
     return error("--emit=llvm prints the host code of --target=cpu or --target=cuda");
   if (emit == "ptx" && target != "cuda")
     return error("--emit=ptx prints the kernels of --target=cuda");
-  if (weightStorage != "declared" && weightStorage != "f32")
-    return error("--weight-storage: expected declared or f32, not '" + weightStorage + "'");
+  if (weightStorage != "declared" && weightStorage != "f32" && weightStorage != "released")
+    return error("--weight-storage: expected declared, f32 or released, not '" + weightStorage + "'");
+  // The CUDA kernels of the routed experts (dsf-gpu-grouped-experts) read
+  // float weights; their decode of packed codes is not written yet.
+  if (weightStorage == "released" && target == "cuda")
+    return error("--weight-storage=released: the CUDA kernels do not yet decode packed expert weights "
+                 "(--target=cpu, or --weight-storage=declared)");
   if (pageTokens < 1)
     return error("--page-tokens: expected a count of tokens >= 1, not " + std::to_string(pageTokens));
   if (topkThresholdFrom < 0)

@@ -81,13 +81,12 @@ def nearest_codes(values, table):
     return order[np.where(left_closer, i - 1, i)].astype(np.uint8)
 
 
-def write_random_quantized(art, out, seed=11):
+def write_random_quantized(art, out, seed=11, pool_size=1 << 26):
     """Streams a checkpoint for every weight `art` binds without holding it in
     memory: a pool of random codes is generated once and each tensor takes a
     window of it at a random offset (values for speed and memory benchmarks,
     not for training)."""
     rng = np.random.default_rng(seed)
-    pool_size = 1 << 26
     fp8_pool = nearest_codes(rng.standard_normal(pool_size), fp8_e4m3_values())
     e2m1 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, np.nan, -0.5, -1, -1.5, -2, -3, -4, -6])
     nibbles = nearest_codes(1.5 * rng.standard_normal(2 * pool_size), e2m1)
@@ -111,6 +110,10 @@ def write_random_quantized(art, out, seed=11):
             if any(e[0] == w["name"] for e in entries):
                 continue
             name, shape = w["name"], w["shape"]
+            if w["dtype"] == "ue8m0":
+                continue   # a packed weight's scales: written with its codes
+            if w["dtype"] == "e2m1x2":   # bound packed: its shape is the codes' bytes
+                shape = shape[:-1] + [2 * shape[-1]]
             count = int(np.prod(shape)) if shape else 1
             if w["dtype"] == "i32":
                 entries.append((name, "I32", shape, 4 * count, lambda c=count: iter([np.zeros(c, np.int32)])))
@@ -199,7 +202,11 @@ def main():
             arrays[opts["--reshape"]] = arrays[opts["--reshape"]].reshape(-1)[:-1].copy()
         safetensors_io.save(out, arrays)
     elif cmd == "random-weights-quantized":
-        write_random_quantized(data, sys.argv[3])
+        # [--pool N]: codes drawn from a pool of N (a small model's tests
+        # need not draw the 2^26 a real-size one takes).
+        rest = sys.argv[4:]
+        pool = int(rest[1]) if rest[:1] == ["--pool"] else 1 << 26
+        write_random_quantized(data, sys.argv[3], pool_size=pool)
     elif cmd == "truncate":
         open(sys.argv[3], "wb").write(data[: int(sys.argv[4])])
     elif cmd == "flip":

@@ -41,6 +41,17 @@ std::optional<HfName> hfNameOf(const std::string &released);
 bool readWeight(const WeightSource &weights, const WeightSpec &spec, std::vector<float> &f32,
                 std::vector<int32_t> &i32, std::set<std::string> &consumed, std::string &error);
 
+/// Whether `spec` is a weight bound packed (dsf-to-linalg's
+/// weight-storage=released): dtype "e2m1x2", an MXFP4 weight's codes (two
+/// a byte), or "ue8m0", its scales (NAME.scale, a byte a block of 32).
+bool isPackedWeight(const WeightSpec &spec);
+/// Reads a packed weight's bytes as the checkpoint holds them (stacked
+/// under NAME, or one tensor an expert by spec.expertNames, each with its
+/// NAME.scale), sized to the spec's shape. A checkpoint that holds the
+/// weight in another format is an error naming the tensor and its dtype.
+bool readPackedWeight(const WeightSource &weights, const WeightSpec &spec, std::vector<uint8_t> &bytes,
+                      std::set<std::string> &consumed, std::string &error);
+
 } // namespace dsf::rt
 
 #endif // DSF_RUNTIME_CHECKPOINT_H

@@ -1,0 +1,42 @@
+// RUN: dsf-opt %s --dsf-to-linalg="weight-storage=released" | FileCheck %s
+// RUN: dsf-opt %s --dsf-to-linalg | FileCheck %s --check-prefix=DECLARED
+
+// weight-storage=released binds an MXFP4 expert weight as the checkpoint
+// holds it: @ew1 [4, 6, 32] as its codes, i8 [4, 6, 16] (two a byte), then
+// its scales @ew1.scale, i8 [4, 6, 1] (a UE8M0 byte a block of 32). @ew2's
+// depth (6) is no whole block and @ew3 is NVFP4 (E4M3 scales): both stay
+// bf16, widened as declared would.
+// CHECK-LABEL: func.func @forward(
+// CHECK-SAME: %[[C1:[^:]*]]: tensor<4x6x16xi8>, %[[S1:[^:]*]]: tensor<4x6x1xi8>, %[[EW2:[^:]*]]: tensor<4x32x6xbf16>, %{{[^:]*}}: tensor<4x6x32xbf16>
+// The first projection reads W1[e, i, d]: the byte d / 2 of its codes,
+// the nibble d mod 2 (low first), times the UE8M0 scale of block d / 32.
+// CHECK: linalg.generic
+// CHECK: %[[BYTE:.*]] = tensor.extract %[[C1]]
+// CHECK-NEXT: arith.extui %[[BYTE]] : i8 to i32
+// CHECK: arith.shrui
+// CHECK: tensor.extract %[[S1]]
+// CHECK: arith.mulf
+// The down projection's weight, bound bf16, is widened as it is read.
+// CHECK: tensor.extract %[[EW2]]
+// CHECK-NEXT: arith.extf %{{.*}} : bf16 to f32
+
+// Declared (the default), every expert weight is bf16.
+// DECLARED-LABEL: func.func @forward(
+// DECLARED-SAME: tensor<4x6x32xbf16>, %{{[^:]*}}: tensor<4x32x6xbf16>, %{{[^:]*}}: tensor<4x6x32xbf16>
+// DECLARED-NOT: xi8>
+dsf.model @m attributes {family = "deepseek_v41", vocab_size = 16, hidden_size = 32, num_layers = 1, hc_mult = 1} {
+  dsf.weight @gate : tensor<4x32xbf16>
+  dsf.weight @ew1 : tensor<4x6x32xbf16>
+      {format = #dsf.quant<e2m1, scale = ue8m0, block = 32>, expert_names = "e.{e}.w1"}
+  dsf.weight @ew2 : tensor<4x32x6xbf16>
+      {format = #dsf.quant<e2m1, scale = ue8m0, block = 32>, expert_names = "e.{e}.w2"}
+  dsf.weight @ew3 : tensor<4x6x32xbf16>
+      {format = #dsf.quant<e2m1, scale = e4m3, block = 16>, expert_names = "e.{e}.w3"}
+  func.func @forward(%x: tensor<?x32xf32>) -> tensor<?x32xf32> {
+    %r, %c = dsf.moe.gate %x {weight = @gate, top_k = 2 : i64, routed_scale = 1.5 : f64}
+        : tensor<?x32xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+    %m = dsf.moe.experts %x, %r, %c {w1 = @ew1, w2 = @ew2, w3 = @ew3, swiglu_limit = 1.5 : f64}
+        : tensor<?x32xf32>, tensor<?x2xf32>, tensor<?x2xi32> -> tensor<?x32xf32>
+    return %m : tensor<?x32xf32>
+  }
+}
