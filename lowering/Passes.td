@@ -31,7 +31,12 @@ def DsfToLinalg : Pass<"dsf-to-linalg", "::mlir::ModuleOp"> {
     (two codes a byte, low nibble first) and NAME.scale as i8
     [E, out, in / 32]; the experts' products decode each element as they
     read it (the value the runtime would have widened, bit for bit), from
-    4.25 bits an element instead of 16.
+    4.25 bits an element instead of 16. So is a rank-2 weight in FP8 (E4M3,
+    UE8M0 scales over 2-D blocks) that only dsf.linear and dsf.ffn read:
+    NAME as i8 in the declared shape and NAME.scale as i8
+    [ceil(out / rows), ceil(in / cols)]; its product's generic decodes each
+    element and carries `dsf.packed_fp8 = [rows, cols]` (8.01 bits an
+    element for 32 x 32 blocks).
 
     The indexer's top-k is exact either way: below `topk-threshold-from`
     entries each candidate is ranked against every other (O(entries^2) a
@@ -50,7 +55,8 @@ def DsfToLinalg : Pass<"dsf-to-linalg", "::mlir::ModuleOp"> {
                  Option<"weightStorage", "weight-storage", "std::string", "\"declared\"",
                         "How weights are bound: 'declared' (a bf16 weight stays bf16, widened "
                         "to f32 as the products read it), 'f32' (every float weight f32) or 'released' "
-                        "(declared, the experts' MXFP4 weights packed as the checkpoint holds them)">];
+                        "(declared, the experts' MXFP4 and the projections' FP8 weights packed as the checkpoint "
+                        "holds them)">];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
                            "::mlir::func::FuncDialect", "::mlir::scf::SCFDialect"];

@@ -191,9 +191,10 @@ LogicalResult mlir::dsf::describeEntryPoints(ModuleOp module, const ModelFacts &
       auto name = llvm::cast<FlatSymbolRefAttr>(a).getValue();
       auto boundType = llvm::cast<RankedTensorType>(type.getInput(numInputs + stateInputs + tables.size() + i));
       Type element = boundType.getElementType();
-      // A weight bound packed (weight-storage=released): NAME its E2M1
-      // codes, NAME.scale its UE8M0 bytes, each in the shape it is bound in
-      // (the checkpoint's bytes).
+      // A weight bound packed (weight-storage=released): NAME its codes
+      // (E2M1 two a byte, or E4M3 one a byte: the declared shape),
+      // NAME.scale its UE8M0 bytes, each in the shape it is bound in (the
+      // checkpoint's bytes).
       bool packed = element.isInteger(8);
       StringRef declared = name;
       if (packed && name.ends_with(kPackedScaleSuffix))
@@ -214,7 +215,9 @@ LogicalResult mlir::dsf::describeEntryPoints(ModuleOp module, const ModelFacts &
       ::dsf::rt::WeightSpec &spec = e.weights.back();
       if (packed) {
         spec.name = name.str();
-        spec.dtype = declared == name ? "e2m1x2" : "ue8m0";
+        spec.dtype = declared != name                                                     ? "ue8m0"
+                     : boundType.getShape() == llvm::ArrayRef<int64_t>(it->second.shape) ? "e4m3"
+                                                                                         : "e2m1x2";
         spec.shape.assign(boundType.getShape().begin(), boundType.getShape().end());
       } else {
         spec.dtype = dtypeOf(element);

@@ -169,10 +169,21 @@ SmallVector<Type> slotAttentionInputTypes(MLIRContext *ctx, const SlotAttentionS
 QueryRows slotRows(OpBuilder &b, Location loc, Value ring, int64_t windowSize, Value pool, Value table,
                    int64_t pageEntries, int64_t ratio, Value positions);
 
+/// How a weight bound packed (weight-storage=released) lays out its bytes:
+/// NAME its codes, NAME.scale a UE8M0 byte a block of blockRows x blockCols
+/// elements. MXFP4 (routed experts): two E2M1 codes a byte, blocks 1 x 32
+/// along the depth; FP8: an E4M3 code a byte, 2-D blocks (V4.1's 32 x 32).
+struct PackedLayout {
+  bool fp8 = false;
+  int64_t blockRows = 1, blockCols = kMxfp4Block;
+};
+
 /// What the patterns share: each function's weight values, the Sinkhorn,
 /// mHC, top-k, router and attention helpers wanted.
 struct LoweringState {
   WeightValues weights;
+  /// The weights bound packed, by symbol (weight-storage=released).
+  llvm::StringMap<PackedLayout> packed;
   std::map<std::string, SinkhornSpec> sinkhorn;
   std::map<std::string, HcSiteSpec> hcSites;
   std::map<std::string, TopkSpec> topk;
@@ -267,6 +278,37 @@ inline Value rowsTimesTransposed(OpBuilder &b, Location loc, Value x, Value w) {
       .getResult(0);
 }
 
+/// rowsTimesTransposed with w an FP8 weight bound packed: `codes` i8 [O, I]
+/// (E4M3) and `scales` i8 [ceil(O / blockRows), ceil(I / blockCols)]
+/// (UE8M0), each element decoded as it is read: the value the runtime
+/// would have rounded to bf16, exactly (E4M3 times a power of two), from
+/// half the bytes. The generic carries dsf.packed_fp8 = [blockRows,
+/// blockCols] for the GPU pipeline's products (dsf-gpu-tiled-matmul).
+inline Value rowsTimesPackedFp8(OpBuilder &b, Location loc, Value x, Value codes, Value scales, int64_t blockRows,
+                                int64_t blockCols) {
+  MLIRContext *ctx = b.getContext();
+  auto type = RankedTensorType::get({ShapedType::kDynamic, tensorType(codes).getDimSize(0)}, b.getF32Type());
+  auto product = linalg::GenericOp::create(
+      b, loc, TypeRange{type}, ValueRange{x, codes}, ValueRange{zeros(b, loc, type, x)},
+      ArrayRef<AffineMap>{pick(ctx, 3, {0, 2}), pick(ctx, 3, {1, 2}), pick(ctx, 3, {0, 1})}, iterators(2, 1),
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        auto block = [&](unsigned dim, int64_t size) {
+          return arith::DivUIOp::create(nb, l, linalg::IndexOp::create(nb, l, dim),
+                                        arith::ConstantIndexOp::create(nb, l, size))
+              .getResult();
+        };
+        Value scaleByte = tensor::ExtractOp::create(nb, l, scales, ValueRange{block(1, blockRows), block(2, blockCols)});
+        Value scale = lowering::packedScaleValue(nb, l, arith::ExtUIOp::create(nb, l, nb.getI32Type(), scaleByte),
+                                                 /*e4m3Scale=*/false);
+        Value w = arith::MulFOp::create(
+            nb, l, lowering::e4m3Value(nb, l, arith::ExtUIOp::create(nb, l, nb.getI32Type(), a[1])), scale);
+        Value p = arith::MulFOp::create(nb, l, a[0], w);
+        linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], p).getResult());
+      });
+  product->setAttr(kPackedFp8Attr, b.getDenseI64ArrayAttr({blockRows, blockCols}));
+  return product.getResult(0);
+}
+
 /// The clamped SwiGLU of the experts: silu(min(g, limit)) * clamp(u, -limit, limit).
 inline Value clampedSwiglu(OpBuilder &b, Location loc, Value g, Value u, double limit) {
   Value lim = f32Const(b, loc, limit), negLim = f32Const(b, loc, -limit);
@@ -305,6 +347,17 @@ struct DsfPattern : OpConversionPattern<OpTy> {
     auto &map = state.weights[op->getParentOfType<func::FuncOp>()];
     auto it = map.find(sym.getValue());
     return it == map.end() ? Value() : it->second;
+  }
+  /// x [?, I] times the weight's transpose ([?, O]): rowsTimesTransposed on
+  /// the weight as bound, or on an FP8 weight bound packed, its codes
+  /// decoded as read (rowsTimesPackedFp8).
+  Value timesWeight(OpBuilder &b, Location loc, Operation *op, FlatSymbolRefAttr sym, Value x) const {
+    Value w = storedWeight(op, sym);
+    auto it = state.packed.find(sym.getValue());
+    if (it == state.packed.end() || !it->second.fp8 || !tensorType(w).getElementType().isInteger(8))
+      return rowsTimesTransposed(b, loc, x, w);
+    Value scales = storedWeight(op, FlatSymbolRefAttr::get(b.getStringAttr(sym.getValue() + kPackedScaleSuffix)));
+    return rowsTimesPackedFp8(b, loc, x, w, scales, it->second.blockRows, it->second.blockCols);
   }
   /// The weight in f32 (i32 tables as they are): a weight stored narrower is
   /// widened whole here, for the consumers that read few of its bytes

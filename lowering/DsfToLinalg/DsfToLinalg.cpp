@@ -111,7 +111,7 @@ struct LinearLowering : DsfPattern<LinearOp> {
       x = tensor::CollapseShapeOp::create(b, loc, x, re);
     }
     auto resultType = llvm::cast<RankedTensorType>(op.getType());
-    Value y = rowsTimesTransposed(b, loc, x, storedWeight(op, op.getWeightAttr()));
+    Value y = timesWeight(b, loc, op, op.getWeightAttr(), x);
     if (resultType.getRank() > 2) {
       SmallVector<ReassociationIndices> re{{0}, {}};
       SmallVector<OpFoldResult> shape{tensor::DimOp::create(b, loc, y, 0).getResult()};
@@ -332,11 +332,11 @@ struct FfnLowering : DsfPattern<FfnOp> {
     Location loc = op.getLoc();
     Value x = adaptor.getInput();
     double limit = op.getSwigluLimit().convertToDouble();
-    Value g = rowsTimesTransposed(b, loc, x, storedWeight(op, op.getW1Attr()));
-    Value u = rowsTimesTransposed(b, loc, x, storedWeight(op, op.getW3Attr()));
+    Value g = timesWeight(b, loc, op, op.getW1Attr(), x);
+    Value u = timesWeight(b, loc, op, op.getW3Attr(), x);
     Value h = elementwise(b, loc, ValueRange{g, u},
                           [&](OpBuilder &nb, Location l, ValueRange a) { return clampedSwiglu(nb, l, a[0], a[1], limit); });
-    b.replaceOp(op, rowsTimesTransposed(b, loc, h, storedWeight(op, op.getW2Attr())));
+    b.replaceOp(op, timesWeight(b, loc, op, op.getW2Attr(), h));
     return success();
   }
 };
@@ -838,29 +838,43 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
     return outlined;
   }
 
-  /// With weight-storage=released, the weights bound packed: those in
-  /// MXFP4 (E2M1, a UE8M0 scale per 32 along the last axis) without a value
-  /// that only dsf.moe_experts reads (its products decode each element as
-  /// they read it). Any other reader would need the decoded tensor, so a
-  /// weight it shares stays widened.
-  static llvm::StringSet<> packedExpertWeights(ModelOp model, ArrayRef<WeightDeclOp> order) {
-    llvm::StringSet<> experts, others;
+  /// With weight-storage=released, the weights bound packed, as the
+  /// released checkpoint holds them, with no value of their own:
+  /// - MXFP4 (E2M1, a UE8M0 scale per 32 along the last axis) that only
+  ///   dsf.moe_experts reads (its products decode each element as read);
+  /// - FP8 (E4M3, UE8M0 scales over 2-D blocks) of rank 2 that only
+  ///   projections read (dsf.linear, dsf.ffn: rowsTimesPackedFp8).
+  /// Any other reader would need the decoded tensor, so a weight it shares
+  /// stays widened.
+  static llvm::StringMap<PackedLayout> packedWeights(ModelOp model, ArrayRef<WeightDeclOp> order) {
+    llvm::StringSet<> experts, projections, others;
     model.walk([&](WeightUserOpInterface user) {
       SmallVector<WeightUse> uses;
       user.getWeightUses(uses);
-      bool expert = llvm::isa<MoeExpertsOp>(user.getOperation());
+      Operation *op = user.getOperation();
+      auto &readers = llvm::isa<MoeExpertsOp>(op)              ? experts
+                      : llvm::isa<LinearOp, FfnOp>(op) ? projections
+                                                               : others;
       for (const WeightUse &u : uses)
-        (expert ? experts : others).insert(u.symbol.getValue());
+        readers.insert(u.symbol.getValue());
     });
-    llvm::StringSet<> packed;
+    auto onlyIn = [&](const llvm::StringSet<> &readers, StringRef name) {
+      return readers.contains(name) && !others.contains(name) &&
+             (&readers == &experts ? !projections.contains(name) : !experts.contains(name));
+    };
+    llvm::StringMap<PackedLayout> packed;
     for (WeightDeclOp w : order) {
       QuantAttr format = w.getFormatAttr();
       ArrayRef<int64_t> shape = w.getTensorType().getShape();
-      if (format && format.getElement() == ScalarFormat::e2m1 && format.getScale() == ScaleFormat::ue8m0 &&
-          format.getBlockRows() == 1 && format.getBlockCols() == kMxfp4Block && format.getBf16Tail() == 0 &&
-          !w.getValueAttr() && shape.size() == 3 && shape.back() % kMxfp4Block == 0 &&
-          experts.contains(w.getSymName()) && !others.contains(w.getSymName()))
-        packed.insert(w.getSymName());
+      if (!format || w.getValueAttr() || format.getScale() != ScaleFormat::ue8m0 || format.getBf16Tail() != 0)
+        continue;
+      if (format.getElement() == ScalarFormat::e2m1 && format.getBlockRows() == 1 &&
+          format.getBlockCols() == kMxfp4Block && shape.size() == 3 && shape.back() % kMxfp4Block == 0 &&
+          onlyIn(experts, w.getSymName()))
+        packed[w.getSymName()] = PackedLayout{};
+      else if (format.getElement() == ScalarFormat::e4m3 && format.getBlockRows() > 0 && format.getBlockCols() > 0 &&
+               shape.size() == 2 && onlyIn(projections, w.getSymName()))
+        packed[w.getSymName()] = PackedLayout{true, format.getBlockRows(), format.getBlockCols()};
     }
     return packed;
   }
@@ -871,7 +885,8 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
   /// arguments, in declaration order.
   static FailureOr<SmallVector<StringRef>> bindWeights(func::FuncOp func, ArrayRef<WeightDeclOp> order,
                                                        const llvm::StringSet<> &extra, bool keepNarrow,
-                                                       const llvm::StringSet<> &packed, WeightValues &weights) {
+                                                       const llvm::StringMap<PackedLayout> &packed,
+                                                       WeightValues &weights) {
     llvm::StringSet<> used = extra;
     func.walk([&](WeightUserOpInterface user) {
       SmallVector<WeightUse> uses;
@@ -898,14 +913,17 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
         map[w.getSymName()] = arith::ConstantOp::create(b, w.getLoc(), llvm::cast<TypedAttr>(value));
         continue;
       }
-      if (packed.contains(w.getSymName())) {
-        // Two E2M1 codes a byte (the checkpoint's: low nibble first) and
-        // one UE8M0 byte a block of 32 along the depth: `name` and
-        // `name.scale`, bound as the checkpoint holds them.
+      if (auto layout = packed.find(w.getSymName()); layout != packed.end()) {
+        // The codes (E2M1 two a byte, low nibble first; or E4M3 one a
+        // byte) and one UE8M0 byte a block: `name` and `name.scale`, bound
+        // as the checkpoint holds them.
         ArrayRef<int64_t> shape = w.getTensorType().getShape();
         SmallVector<int64_t> codes(shape), scales(shape);
-        codes.back() /= 2;
-        scales.back() /= kMxfp4Block;
+        const PackedLayout &p = layout->second;
+        if (!p.fp8)
+          codes.back() /= 2;
+        scales[scales.size() - 2] = llvm::divideCeil(scales[scales.size() - 2], p.blockRows);
+        scales.back() = llvm::divideCeil(scales.back(), p.blockCols);
         StringRef scaleName = b.getStringAttr(w.getSymName() + kPackedScaleSuffix).getValue();
         for (auto [name, bytes] : {std::make_pair(w.getSymName(), codes), std::make_pair(scaleName, scales)}) {
           unsigned index = func.getNumArguments();
@@ -1113,9 +1131,9 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
     SmallVector<func::FuncOp> batched;   // batched entry points and their layers' functions
     for (auto model : llvm::to_vector(module.getBody()->getOps<ModelOp>())) {
       SmallVector<WeightDeclOp> order(model.getBody().front().getOps<WeightDeclOp>());
-      llvm::StringSet<> packed;
       if (released)
-        packed = packedExpertWeights(model, order);
+        state.packed = packedWeights(model, order);
+      const llvm::StringMap<PackedLayout> &packed = state.packed;
       SmallVector<func::FuncOp> moved;
       for (auto entry : llvm::to_vector(model.getBody().front().getOps<func::FuncOp>())) {
         llvm::StringMap<SmallVector<StringRef>> layerWeights;

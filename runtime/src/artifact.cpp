@@ -82,9 +82,10 @@ struct Reader {
   /// A weight may also be bound as bf16, or packed as the checkpoint's
   /// MXFP4 codes and UE8M0 scales (dsf-to-linalg's weight-storage).
   bool weightDtype(const std::string &value, const std::string &where) {
-    if (value == "f32" || value == "bf16" || value == "i32" || value == "e2m1x2" || value == "ue8m0")
+    if (value == "f32" || value == "bf16" || value == "i32" || value == "e2m1x2" || value == "e4m3" ||
+        value == "ue8m0")
       return true;
-    return fail(where + ".dtype", "unknown weight dtype '" + value + "' (expected f32, bf16, i32, e2m1x2 or ue8m0)");
+    return fail(where + ".dtype", "unknown weight dtype '" + value + "' (expected f32, bf16, i32, e2m1x2, e4m3 or ue8m0)");
   }
   bool tensor(const json &j, const std::string &where, TensorSpec &out) {
     if (!j.is_object())

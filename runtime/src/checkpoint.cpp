@@ -269,7 +269,9 @@ bool readWeight(const WeightSource &weights, const WeightSpec &w, std::vector<fl
   return true;
 }
 
-bool isPackedWeight(const WeightSpec &spec) { return spec.dtype == "e2m1x2" || spec.dtype == "ue8m0"; }
+bool isPackedWeight(const WeightSpec &spec) {
+  return spec.dtype == "e2m1x2" || spec.dtype == "e4m3" || spec.dtype == "ue8m0";
+}
 
 bool readPackedWeight(const WeightSource &weights, const WeightSpec &w, std::vector<uint8_t> &bytes,
                       std::set<std::string> &consumed, std::string &error) {
@@ -294,14 +296,18 @@ bool readPackedWeight(const WeightSource &weights, const WeightSpec &w, std::vec
     total *= size_t(d);
   bytes.assign(total, 0);
   // One checkpoint tensor (the codes' name) into [at, at + its bytes): the
-  // codes U8 / I8 with MXFP4 scales beside them, as the artifact expects.
+  // codes (MXFP4 U8 / I8, or FP8 F8_E4M3) with their UE8M0 scales beside
+  // them, as the artifact expects.
   auto readInto = [&](const std::string &codesName, const std::vector<int64_t> &want, size_t at) {
     const TensorView *codes = weights.find(codesName);
     const TensorView *scale = weights.find(codesName + suffix);
     std::string what = "weight '" + w.name + "' (bound packed: --weight-storage=released)";
-    if (codes->dtype != DType::U8 && codes->dtype != DType::I8) {
+    // The codes' format: the spec's, or for its scales the checkpoint's.
+    const bool fp8 = scales ? codes->dtype == DType::F8_E4M3 : w.dtype == "e4m3";
+    if (fp8 ? codes->dtype != DType::F8_E4M3 : codes->dtype != DType::U8 && codes->dtype != DType::I8) {
       error = weights.origin(codesName) + ": " + what + ": the checkpoint holds '" + codesName + "' as " +
-              dtypeName(codes->dtype) + ", not MXFP4 codes (U8); build with --weight-storage=declared";
+              dtypeName(codes->dtype) + ", not " + (fp8 ? "FP8 codes (F8_E4M3)" : "MXFP4 codes (U8)") +
+              "; build with --weight-storage=declared";
       return false;
     }
     if (!scale || (scale->dtype != DType::U8 && scale->dtype != DType::F8_E8M0)) {
@@ -311,9 +317,21 @@ bool readPackedWeight(const WeightSource &weights, const WeightSpec &w, std::vec
     }
     const TensorView &t = scales ? *scale : *codes;
     std::vector<int64_t> other = scales ? codes->shape : scale->shape;
-    // The scales take one byte a 32 codes' 16 bytes.
+    // MXFP4's scales take one byte a 32 codes' 16 bytes. FP8's cover 2-D
+    // blocks the compiler chose from the config: each of the two specs
+    // (codes and scales) checks its own shape, the pair only their rank.
+    if (fp8 && (t.shape != want || other.size() != want.size())) {
+      error = weights.origin(codesName) + ": " + what + ": expected " + (scales ? "scales " : "codes ") +
+              shapeString(want) + " of rank " + std::to_string(want.size()) + " with " +
+              (scales ? "codes" : "scales") + " of that rank, found codes " + shapeString(codes->shape) +
+              " and scales " + shapeString(scale->shape);
+      return false;
+    }
     std::vector<int64_t> pair = want;
-    pair.back() = scales ? want.back() * 16 : want.back() / 16;
+    if (fp8)
+      pair = other;
+    else
+      pair.back() = scales ? want.back() * 16 : want.back() / 16;
     if (t.shape != want || other != pair) {
       error = weights.origin(codesName) + ": " + what + ": expected codes " +
               shapeString(scales ? pair : want) + " and scales " + shapeString(scales ? want : pair) + ", found " +

@@ -1,5 +1,5 @@
-// RUN: dsf-opt %s --dsf-to-linalg="weight-storage=released" | FileCheck %s
-// RUN: dsf-opt %s --dsf-to-linalg | FileCheck %s --check-prefix=DECLARED
+// RUN: dsf-opt %s --split-input-file --dsf-to-linalg="weight-storage=released" | FileCheck %s
+// RUN: dsf-opt %s --split-input-file --dsf-to-linalg | FileCheck %s --check-prefix=DECLARED
 
 // weight-storage=released binds an MXFP4 expert weight as the checkpoint
 // holds it: @ew1 [4, 6, 32] as its codes, i8 [4, 6, 16] (two a byte), then
@@ -38,5 +38,42 @@ dsf.model @m attributes {family = "deepseek_v41", vocab_size = 16, hidden_size =
     %m = dsf.moe.experts %x, %r, %c {w1 = @ew1, w2 = @ew2, w3 = @ew3, swiglu_limit = 1.5 : f64}
         : tensor<?x32xf32>, tensor<?x2xf32>, tensor<?x2xi32> -> tensor<?x32xf32>
     return %m : tensor<?x32xf32>
+  }
+}
+
+// -----
+
+// An FP8 weight (E4M3, a UE8M0 scale a 32 x 32 block) that only projections
+// read is bound as its codes, i8 in the declared shape, and its scales, one
+// a block, the last block partial: @wa [40, 64] has scales [2, 2]. Its
+// product decodes W[o, d] as code(W[o, d]) times the scale of block
+// (o / 32, d / 32) and is marked for the GPU's products. @table is also
+// read by dsf.embed (a tied head), which needs the values: it stays bf16.
+// CHECK-LABEL: func.func @forward(
+// CHECK-SAME: %[[WA:[^:]*]]: tensor<40x64xi8>, %[[SA:[^:]*]]: tensor<2x2xi8>, %{{[^:]*}}: tensor<16x40xbf16>
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%{{.*}}, %[[WA]] : tensor<?x64xf32>, tensor<40x64xi8>)
+// CHECK-SAME: attrs = {dsf.packed_fp8 = array<i64: 32, 32>}
+// CHECK-NEXT: ^bb0(%{{.*}}: f32, %[[CODE:.*]]: i8, %{{.*}}: f32):
+// CHECK-NEXT: %[[O:.*]] = linalg.index 1
+// CHECK-NEXT: %[[C32:.*]] = arith.constant 32 : index
+// CHECK-NEXT: %[[BO:.*]] = arith.divui %[[O]], %[[C32]]
+// CHECK-NEXT: %[[D:.*]] = linalg.index 2
+// CHECK: %[[BD:.*]] = arith.divui %[[D]]
+// CHECK-NEXT: tensor.extract %[[SA]][%[[BO]], %[[BD]]] : tensor<2x2xi8>
+// CHECK: arith.extui %[[CODE]] : i8 to i32
+
+// DECLARED-LABEL: func.func @forward(
+// DECLARED-SAME: tensor<40x64xbf16>, %{{[^:]*}}: tensor<16x40xbf16>
+// DECLARED-NOT: xi8>
+// DECLARED-NOT: dsf.packed_fp8
+dsf.model @p attributes {family = "deepseek_v41", vocab_size = 16, hidden_size = 64, num_layers = 1, hc_mult = 1} {
+  dsf.weight @wa : tensor<40x64xbf16> {format = #dsf.quant<e4m3, scale = ue8m0, block = 32x32>}
+  dsf.weight @table : tensor<16x40xbf16> {format = #dsf.quant<e4m3, scale = ue8m0, block = 32x32>}
+  func.func @forward(%ids: tensor<?xi32>, %x: tensor<?x64xf32>) -> (tensor<?x40xf32>, tensor<?x16xf32>) {
+    %a = dsf.linear %x weight(@wa) : tensor<?x64xf32> -> tensor<?x40xf32>
+    %e = dsf.embed %ids weight(@table) : tensor<?xi32> -> tensor<?x40xf32>
+    %h = dsf.linear %a weight(@table) : tensor<?x40xf32> -> tensor<?x16xf32>
+    return %e, %h : tensor<?x40xf32>, tensor<?x16xf32>
   }
 }

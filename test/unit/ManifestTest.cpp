@@ -75,10 +75,10 @@ TEST(Manifest, WeightsMayBeBF16) {
   error.clear();
   EXPECT_FALSE(manifestFromJson(manifestToJson(sampled), m, error));
   EXPECT_EQ(error, "manifest: entry_points[0].weights[0].dtype: unknown weight dtype 'f16' (expected f32, bf16, i32, "
-                   "e2m1x2 or ue8m0)");
+                   "e2m1x2, e4m3 or ue8m0)");
   // Or packed, as the checkpoint holds it (weight-storage=released): an
-  // MXFP4 weight's codes and its scales.
-  for (const char *packed : {"e2m1x2", "ue8m0"}) {
+  // MXFP4 or FP8 weight's codes and its scales.
+  for (const char *packed : {"e2m1x2", "e4m3", "ue8m0"}) {
     sampled = sample();
     sampled.entryPoints[0].weights[0].dtype = packed;
     Manifest read;

@@ -92,8 +92,9 @@ cl::opt<long> topkThresholdFrom("topk-threshold-from",
 cl::opt<std::string> weightStorage("weight-storage",
                                    cl::desc("--target: how weights are kept: declared (a weight the model declares "
                                             "bf16 stays bf16, widened as the kernels read it; the default), f32, or "
-                                            "released (declared, but the routed experts' MXFP4 weights stay the "
-                                            "checkpoint's codes and scales, decoded as the products read them; "
+                                            "released (declared, but the routed experts' MXFP4 and the projections' "
+                                            "FP8 weights stay the checkpoint's codes and scales, decoded as the "
+                                            "products read them; "
                                             "--target=cpu for now)"),
                                    cl::init("declared"), cl::cat(dsfCategory));
 cl::opt<bool> batchInvariant("batch-invariant",
@@ -352,10 +353,11 @@ int main(int argc, char **argv) {
     return error("--emit=ptx prints the kernels of --target=cuda");
   if (weightStorage != "declared" && weightStorage != "f32" && weightStorage != "released")
     return error("--weight-storage: expected declared, f32 or released, not '" + weightStorage + "'");
-  // The CUDA kernels of the routed experts (dsf-gpu-grouped-experts) read
-  // float weights; their decode of packed codes is not written yet.
+  // The CUDA kernels of the products (dsf-gpu-grouped-experts,
+  // dsf-gpu-tiled-matmul) read float weights; their decode of packed codes
+  // is not checked on a GPU yet.
   if (weightStorage == "released" && target == "cuda")
-    return error("--weight-storage=released: the CUDA kernels do not yet decode packed expert weights "
+    return error("--weight-storage=released: the CUDA kernels do not yet decode packed weights "
                  "(--target=cpu, or --weight-storage=declared)");
   if (pageTokens < 1)
     return error("--page-tokens: expected a count of tokens >= 1, not " + std::to_string(pageTokens));

@@ -105,6 +105,7 @@ def write_random_quantized(art, out, seed=11, pool_size=1 << 26):
         return np.uint8(127 + round(-0.5 * np.log2(fan_in) - np.log2(spread)))
 
     entries = []  # (name, dtype, shape, byte count, chunk generator)
+    specs = {w["name"]: w for entry in manifest(art)["entry_points"] for w in entry["weights"]}
     for entry in manifest(art)["entry_points"]:
         for w in entry["weights"]:
             if any(e[0] == w["name"] for e in entries):
@@ -123,9 +124,11 @@ def write_random_quantized(art, out, seed=11, pool_size=1 << 26):
                                 lambda c=count: pooled(fp4_pool, c // 2)))
                 entries.append((name + ".scale", "U8", shape[:-1] + [cols // 32], count // 32,
                                 lambda c=count, s=ue8m0(cols, 2.0): iter([np.full(c // 32, s, np.uint8)])))
-            elif len(shape) >= 2 and min(shape[-2:]) >= 64:
+            elif w["dtype"] == "e4m3" or (len(shape) >= 2 and min(shape[-2:]) >= 64):
                 rows, cols = shape[-2], shape[-1]
                 blocks = shape[:-2] + [-(-rows // 32), -(-cols // 32)]
+                if w["dtype"] == "e4m3":   # bound packed: the scales' shape is the artifact's
+                    blocks = specs[name + ".scale"]["shape"]
                 nblocks = int(np.prod(blocks))
                 entries.append((name, "F8_E4M3", shape, count, lambda c=count: pooled(fp8_pool, c)))
                 entries.append((name + ".scale", "F8_E8M0", blocks, nblocks,

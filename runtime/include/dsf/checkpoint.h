@@ -43,7 +43,8 @@ bool readWeight(const WeightSource &weights, const WeightSpec &spec, std::vector
 
 /// Whether `spec` is a weight bound packed (dsf-to-linalg's
 /// weight-storage=released): dtype "e2m1x2", an MXFP4 weight's codes (two
-/// a byte), or "ue8m0", its scales (NAME.scale, a byte a block of 32).
+/// a byte), "e4m3", an FP8 weight's codes (one a byte), or "ue8m0", their
+/// scales (NAME.scale, a byte a block: 32 codes, or FP8's 2-D blocks).
 bool isPackedWeight(const WeightSpec &spec);
 /// Reads a packed weight's bytes as the checkpoint holds them (stacked
 /// under NAME, or one tensor an expert by spec.expertNames, each with its
