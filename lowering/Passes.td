@@ -288,6 +288,15 @@ def GpuTiledMatmul : Pass<"dsf-gpu-tiled-matmul", "::mlir::ModuleOp"> {
     64 rows, 12.5 ms a step against 4.1 in the warp kernel; wo_a's 128
     tiles of 64 x 64 stay, 1.7 against 3.4).
 
+    A product of an FP8 weight bound packed (dsf-to-linalg's
+    weight-storage=released: a generic marked `dsf.packed_fp8 = [rows,
+    cols]`, W its E4M3 codes i8 [N, K], its body reading the UE8M0 scales
+    i8 [ceil(N / rows), ceil(K / cols)]) takes the same kernels, decoding
+    each element from its code and its block's scale: the tiles as they
+    stage it (no cp.async), the warp kernel a 32-bit word of four codes a
+    load when K and `cols` are multiples of 4 (a half of bf16's bytes). A
+    marked generic of another form is an error naming the mark.
+
     With `batch-invariant`, the few-rows case keeps the generic (one thread
     per output) instead: it adds the products in the same order as the tiled
     kernel, so a row's result does not depend on how many rows ran with it

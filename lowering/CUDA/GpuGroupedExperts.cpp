@@ -27,6 +27,7 @@
 #include "lowering/CUDA/TiledKernels.h"
 #include "lowering/Passes.h"
 
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Matchers.h"
 
 namespace mlir::dsf {
@@ -38,6 +39,30 @@ struct ExpertMatmul {
   linalg::GenericOp generic;
   bool down = false;  // "down": [t, d] = sum_slot W2[e, d, :] . h[t, slot, :]
   Value experts, input, output, weight;
+  /// A weight bound packed (weight-storage=released): `weight` is then its
+  /// MXFP4 codes [E, out, in / 2] and `scales` its UE8M0 bytes
+  /// [E, out, in / 32].
+  Value scales;
+  /// W[e, col, d] as f32: the stored element (widened where the kernel
+  /// multiplies), or decoded from the packed codes.
+  Value element(OpBuilder &o, Location l, Value e, Value col, Value d) const {
+    if (!scales)
+      return memref::LoadOp::create(o, l, weight, ValueRange{e, col, d}).getResult();
+    auto ci = [&](int64_t v) { return arith::ConstantIndexOp::create(o, l, v).getResult(); };
+    auto byteAt = [&](Value buffer, Value at) {
+      return arith::ExtUIOp::create(o, l, o.getI32Type(), memref::LoadOp::create(o, l, buffer, ValueRange{e, col, at}))
+          .getResult();
+    };
+    Value odd = arith::IndexCastOp::create(o, l, o.getI32Type(), arith::RemUIOp::create(o, l, d, ci(2)));
+    Value code = arith::AndIOp::create(
+        o, l,
+        arith::ShRUIOp::create(o, l, byteAt(weight, arith::DivUIOp::create(o, l, d, ci(2))),
+                               arith::MulIOp::create(o, l, odd, arith::ConstantIntOp::create(o, l, 4, 32))),
+        arith::ConstantIntOp::create(o, l, 15, 32));
+    Value scale = lowering::packedScaleValue(o, l, byteAt(scales, arith::DivUIOp::create(o, l, d, ci(32))),
+                                             /*e4m3Scale=*/false);
+    return arith::MulFOp::create(o, l, lowering::e2m1Value(o, l, code), scale).getResult();
+  }
 };
 
 /// The generic's parts, or a diagnostic naming what is missing.
@@ -56,13 +81,35 @@ FailureOr<ExpertMatmul> match(linalg::GenericOp g, StringRef kind) {
   if (!expertsType || expertsType.getRank() != 2 || !expertsType.getElementType().isInteger(32) ||
       expertsType.isDynamicDim(1))
     return g.emitOpError("dsf.experts: the first input must be the [tokens, slots] i32 expert indices"), failure();
+  SmallVector<Value> read;   // the buffers the body loads from, other than its operands
   g.getRegion().walk([&](memref::LoadOp load) {
-    if (!llvm::isa<BlockArgument>(load.getMemRef()) || load.getMemRef().getParentRegion() != &g.getRegion())
-      m.weight = load.getMemRef();
+    if ((!llvm::isa<BlockArgument>(load.getMemRef()) || load.getMemRef().getParentRegion() != &g.getRegion()) &&
+        !llvm::is_contained(read, load.getMemRef()))
+      read.push_back(load.getMemRef());
   });
-  auto weightType = m.weight ? llvm::dyn_cast<MemRefType>(m.weight.getType()) : MemRefType();
-  if (!weightType || weightType.getRank() != 3 || !lowering::isWidenableFloat(weightType.getElementType()))
-    return g.emitOpError("dsf.experts: the body must read a [experts, out, in] float weight"), failure();
+  auto rank3 = [](Value v, bool bytes) {
+    auto t = llvm::dyn_cast<MemRefType>(v.getType());
+    return t && t.getRank() == 3 &&
+           (bytes ? t.getElementType().isInteger(8) : lowering::isWidenableFloat(t.getElementType()));
+  };
+  if (read.size() == 2 && rank3(read[0], true) && rank3(read[1], true)) {
+    // Packed MXFP4: the codes take 16 bytes for each scale byte.
+    auto depth = [](Value v) { return llvm::cast<MemRefType>(v.getType()).getDimSize(2); };
+    if (depth(read[0]) < depth(read[1]))
+      std::swap(read[0], read[1]);
+    if (ShapedType::isDynamic(depth(read[0])) || depth(read[0]) != 16 * depth(read[1]))
+      return g.emitOpError("dsf.experts: packed codes [experts, out, in / 2] need UE8M0 scales "
+                           "[experts, out, in / 32]"),
+             failure();
+    m.weight = read[0];
+    m.scales = read[1];
+  } else if (read.size() == 1 && rank3(read[0], false)) {
+    m.weight = read[0];
+  } else {
+    return g.emitOpError("dsf.experts: the body must read a [experts, out, in] float weight, or its MXFP4 codes "
+                         "and scales"),
+           failure();
+  }
   unsigned inputRank = m.down ? 3 : 2, outputRank = m.down ? 2 : 3;
   if (llvm::cast<MemRefType>(m.input.getType()).getRank() != inputRank ||
       llvm::cast<MemRefType>(m.output.getType()).getRank() != outputRank)
@@ -95,6 +142,8 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
     Value tokens = memref::DimOp::create(b, loc, m.experts, 0);
     Value E = memref::DimOp::create(b, loc, m.weight, 0), N = memref::DimOp::create(b, loc, m.weight, 1),
           K = memref::DimOp::create(b, loc, m.weight, 2);
+    if (m.scales)   // two depths a byte of codes
+      K = arith::MulIOp::create(b, loc, K, idx(b, 2));
     Value rows = arith::MulIOp::create(b, loc, tokens, idx(b, slots));
     auto f32 = b.getF32Type();
     Value z;
@@ -247,7 +296,7 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
           return loadInput(o, tok, s, d);
         };
         gemm.loadW = [&, expert](OpBuilder &o, Location l, Value col, Value d) {
-          return memref::LoadOp::create(o, l, m.weight, ValueRange{*expert, col, d}).getResult();
+          return m.element(o, l, *expert, col, d);
         };
         gemm.store = [&](OpBuilder &o, Location l, Value r, Value col, Value sum) {
           auto [tok, s] = tokenSlot(o, toIndex(o, memref::LoadOp::create(o, l, perm, ValueRange{r})));
@@ -297,15 +346,36 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
         return SmallVector<Value>{ex, col, d};
       };
       gemv.loadW = [&](OpBuilder &o, Location l, Value r, Value col, Value d) {
-        return memref::LoadOp::create(o, l, m.weight, gemv.weightIndices(o, l, r, col, d)).getResult();
+        SmallVector<Value> at = gemv.weightIndices(o, l, r, col, d);
+        return m.element(o, l, at[0], at[1], at[2]);
       };
-      gemv.pairedWeight = pairableWeight(m.weight);
+      if (m.scales) {
+        // Eight E2M1 codes a 32-bit word (a row's in / 2 bytes are a
+        // multiple of 16, in being of whole 32-blocks) and their block's
+        // UE8M0 scale.
+        gemv.packed.codes = m.weight;
+        gemv.packed.depths = 8;
+        gemv.packed.load = [&](OpBuilder &o, Location l, Value r, Value col, Value d) {
+          SmallVector<Value> at = gemv.weightIndices(o, l, r, col, d);
+          Value byte = arith::DivUIOp::create(o, l, d, idx(o, 2)), block = arith::DivUIOp::create(o, l, d, idx(o, 32));
+          Value word = vector::LoadOp::create(o, l, VectorType::get({4}, o.getI8Type()), m.weight,
+                                              ValueRange{at[0], col, byte}, /*nontemporal=*/false, llvm::MaybeAlign(4));
+          Value scaleByte = memref::LoadOp::create(o, l, m.scales, ValueRange{at[0], col, block});
+          Value scale = lowering::packedScaleValue(o, l, arith::ExtUIOp::create(o, l, o.getI32Type(), scaleByte),
+                                                   /*e4m3Scale=*/false);
+          return decodePackedWord(o, l, word, scale, /*fp8=*/false);
+        };
+      } else {
+        gemv.pairedWeight = pairableWeight(m.weight);
+      }
       gemv.store = [&](OpBuilder &o, Location, Value r, Value col, Value sum) {
         auto [tok, s] = tokenSlot(o, r);
         storeRow(o, tok, s, col, sum);
       };
       gemv.split = warpGemvSplit(N, K, Value());
-      gemv.unroll = warpGemvUnroll(llvm::cast<MemRefType>(m.weight.getType()).getElementType());
+      // Packed: four words of eight codes a lane in flight (16 bytes, as
+      // bf16's eight pairs' halves).
+      gemv.unroll = m.scales ? 32 : warpGemvUnroll(llvm::cast<MemRefType>(m.weight.getType()).getElementType());
       buildWarpGemv(e, loc, gemv);
     }
     if (m.down) {

@@ -8,6 +8,7 @@
 #include "lowering/CUDA/TiledKernels.h"
 #include "lowering/Passes.h"
 
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/Matchers.h"
 
@@ -63,6 +64,60 @@ bool isRowsTimesTransposed(linalg::GenericOp g) {
   return hasMultiplyAddBody(g);
 }
 
+/// An FP8 weight bound packed (dsf-to-linalg's rowsTimesPackedFp8): the
+/// codes W, i8 [N, K], and the UE8M0 scales its body reads, i8
+/// [ceil(N / rows), ceil(K / cols)].
+struct PackedFp8 {
+  Value scales;
+  int64_t blockRows = 0, blockCols = 0;
+};
+
+/// C[t, o] += A[t, d] * decode(W[o, d]) over d, a generic marked
+/// dsf.packed_fp8 = [rows, cols]: its codes and scales, or a diagnostic
+/// naming what does not fit (the mark promises rowsTimesPackedFp8's form,
+/// which the kernels compute in their own code).
+FailureOr<PackedFp8> matchPackedFp8(linalg::GenericOp g) {
+  auto blocks = g->getAttrOfType<DenseI64ArrayAttr>(kPackedFp8Attr);
+  auto fail = [&](const Twine &why) {
+    g.emitOpError() << kPackedFp8Attr << ": " << why;
+    return failure();
+  };
+  if (!blocks || blocks.size() != 2 || blocks[0] < 1 || blocks[1] < 1)
+    return fail("expected [block rows, block columns], both >= 1");
+  if (!g.hasPureBufferSemantics() || g.getNumDpsInputs() != 2 || g.getNumDpsInits() != 1 || g.getNumLoops() != 3)
+    return fail("expected a product on buffers: C[t, o] += A[t, d] * W[o, d]");
+  MLIRContext *ctx = g.getContext();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  SmallVector<AffineMap> maps = g.getIndexingMapsArray();
+  auto it = g.getIteratorTypesArray();
+  if (maps[0] != AffineMap::get(3, 0, {d(0), d(2)}, ctx) || maps[1] != AffineMap::get(3, 0, {d(1), d(2)}, ctx) ||
+      maps[2] != AffineMap::get(3, 0, {d(0), d(1)}, ctx) || it[2] != utils::IteratorType::reduction)
+    return fail("expected the indexing of C[t, o] += A[t, d] * W[o, d]");
+  auto type = [](Value v) { return llvm::cast<MemRefType>(v.getType()); };
+  Value A = g.getDpsInputs()[0], W = g.getDpsInputs()[1], C = g.getDpsInits()[0];
+  if (!type(A).getElementType().isF32() || !type(C).getElementType().isF32() ||
+      !type(W).getElementType().isInteger(8))
+    return fail("expected f32 rows and output and i8 E4M3 codes");
+  SmallVector<Value> read;
+  g.getRegion().walk([&](memref::LoadOp load) {
+    if (!llvm::is_contained(read, load.getMemRef()))
+      read.push_back(load.getMemRef());
+  });
+  if (read.size() != 1 || type(read[0]).getRank() != 2 || !type(read[0]).getElementType().isInteger(8))
+    return fail("the body must read one i8 [rows, cols] buffer of UE8M0 scales");
+  PackedFp8 p{read[0], blocks[0], blocks[1]};
+  for (unsigned i = 0; i < 2; ++i) {
+    int64_t extent = type(W).getDimSize(i), scales = type(p.scales).getDimSize(i), block = blocks[i];
+    if (!ShapedType::isDynamic(extent) && !ShapedType::isDynamic(scales) && scales != llvm::divideCeil(extent, block))
+      return fail("codes " + std::to_string(type(W).getDimSize(0)) + "x" + std::to_string(type(W).getDimSize(1)) +
+                  " in blocks of " + std::to_string(blocks[0]) + "x" + std::to_string(blocks[1]) + " need " +
+                  std::to_string(llvm::divideCeil(type(W).getDimSize(0), blocks[0])) + "x" +
+                  std::to_string(llvm::divideCeil(type(W).getDimSize(1), blocks[1])) + " scales, not " +
+                  std::to_string(type(p.scales).getDimSize(0)) + "x" + std::to_string(type(p.scales).getDimSize(1)));
+  }
+  return p;
+}
+
 /// The same per group: C[t, g, o] += A[t, g, d] * W[g, o, d] (V4's grouped
 /// output projection).
 bool isGroupedRowsTimesTransposed(linalg::GenericOp g) {
@@ -88,8 +143,12 @@ bool isGroupedRowsTimesTransposed(linalg::GenericOp g) {
 /// an add into the residual, SwiGLU after its second projection), each
 /// kernel computes the consumer's element where it stores C's, from the
 /// sum in its registers, at the consumer's place: a launch less.
+/// With `fp8` (a weight bound packed), every kernel decodes W's codes: the
+/// tiled one each element as it is staged, the warp one a 32-bit word of
+/// four codes a load when each row's bytes keep words aligned.
 void rewriteProduct(linalg::GenericOp g, bool grouped, ProductChoice choice, bool batchInvariant, TileMath math,
-                    bool cpAsync, bool bf16Copies, linalg::GenericOp consumer) {
+                    bool cpAsync, bool bf16Copies, linalg::GenericOp consumer,
+                    std::optional<PackedFp8> fp8 = std::nullopt) {
   Location loc = g.getLoc();
   Value A = g.getDpsInputs()[0], W = g.getDpsInputs()[1], C = g.getDpsInits()[0];
   // The fill is found from the product's place, before the kernels move
@@ -119,6 +178,34 @@ void rewriteProduct(linalg::GenericOp g, bool grouped, ProductChoice choice, boo
   };
   p.pairedWeight = pairableWeight(W);
   p.weightIndices = weightAt;
+  if (fp8) {
+    // W[col, d] = E4M3(code) x 2^(scale - 127), the scale of block
+    // (col / rows, d / cols).
+    auto scaleAt = [s = *fp8](OpBuilder &o, Location l, Value col, Value d) {
+      auto ci = [&](int64_t v) { return arith::ConstantIndexOp::create(o, l, v).getResult(); };
+      Value byte = memref::LoadOp::create(o, l, s.scales,
+                                          ValueRange{arith::DivUIOp::create(o, l, col, ci(s.blockRows)),
+                                                     arith::DivUIOp::create(o, l, d, ci(s.blockCols))});
+      return lowering::packedScaleValue(o, l, arith::ExtUIOp::create(o, l, o.getI32Type(), byte), /*e4m3Scale=*/false);
+    };
+    p.loadW = [W, scaleAt](OpBuilder &o, Location l, Value col, Value d) -> Value {
+      Value code = arith::ExtUIOp::create(o, l, o.getI32Type(), memref::LoadOp::create(o, l, W, ValueRange{col, d}));
+      return arith::MulFOp::create(o, l, lowering::e4m3Value(o, l, code), scaleAt(o, l, col, d));
+    };
+    p.pairedWeight = Value();
+    // Words of four codes: each row's K bytes a multiple of 4 (aligned
+    // words once the base is) and a word within one block of scales.
+    int64_t K = llvm::cast<MemRefType>(W.getType()).getDimSize(1);
+    if (!ShapedType::isDynamic(K) && K % 4 == 0 && fp8->blockCols % 4 == 0) {
+      p.packed.codes = W;
+      p.packed.depths = 4;
+      p.packed.load = [W, scaleAt](OpBuilder &o, Location l, Value, Value col, Value d) {
+        Value word = vector::LoadOp::create(o, l, VectorType::get({4}, o.getI8Type()), W, ValueRange{col, d},
+                                            /*nontemporal=*/false, llvm::MaybeAlign(4));
+        return decodePackedWord(o, l, word, scaleAt(o, l, col, d), /*fp8=*/true);
+      };
+    }
+  }
   // Each kernel stores every output once, its whole sum: with C just
   // zeroed it stores the sum instead of adding it to C, and the fill's own
   // kernel (a launch a projection) goes.
@@ -142,7 +229,9 @@ void rewriteProduct(linalg::GenericOp g, bool grouped, ProductChoice choice, boo
                  }};
   }
   p.bf16CopyOfA = bf16Copies;
-  p.warpUnroll = warpGemvUnroll(llvm::cast<MemRefType>(W.getType()).getElementType());
+  // Packed FP8: four words of four codes a lane in flight (16 bytes, as
+  // bf16's eight).
+  p.warpUnroll = fp8 ? 16 : warpGemvUnroll(llvm::cast<MemRefType>(W.getType()).getElementType());
   // Batch-invariant: the generic below the tiles is slow (a thread an
   // output), so only the row count chooses; no split depth either (its sums
   // are added in another order).
@@ -200,10 +289,18 @@ struct GpuTiledMatmulPass : impl::GpuTiledMatmulBase<GpuTiledMatmulPass> {
     choice.minBlocks = minBlocks;
     choice.splitMinRows = splitMinRows;
     SmallVector<linalg::GenericOp> matmuls, grouped;
+    SmallVector<std::pair<linalg::GenericOp, PackedFp8>> fp8;
+    bool malformed = false;
     getOperation().walk([&](linalg::GenericOp g) {
       if (insideKernel(g))
         return;
-      if (isRowsTimesTransposed(g))
+      if (g->hasAttr(kPackedFp8Attr)) {
+        FailureOr<PackedFp8> packed = matchPackedFp8(g);
+        if (failed(packed))
+          malformed = true;
+        else
+          fp8.emplace_back(g, *packed);
+      } else if (isRowsTimesTransposed(g))
         matmuls.push_back(g);
       else if (isGroupedRowsTimesTransposed(g))
         grouped.push_back(g);
@@ -214,12 +311,19 @@ struct GpuTiledMatmulPass : impl::GpuTiledMatmulBase<GpuTiledMatmulPass> {
     auto consumerOf = [&](linalg::GenericOp g) {
       return fuseConsumers ? productConsumer(g, batchInvariant) : linalg::GenericOp();
     };
+    if (malformed)
+      return signalPassFailure();
     SmallVector<linalg::GenericOp> groupedConsumers = llvm::map_to_vector(grouped, consumerOf);
     SmallVector<linalg::GenericOp> consumers = llvm::map_to_vector(matmuls, consumerOf);
+    SmallVector<linalg::GenericOp> fp8Consumers =
+        llvm::map_to_vector(fp8, [&](auto &gp) { return consumerOf(gp.first); });
     for (auto [g, c] : llvm::zip(grouped, groupedConsumers))
       rewriteProduct(g, /*grouped=*/true, choice, batchInvariant, *tileMath, cpAsync, bf16Copies, c);
     for (auto [g, c] : llvm::zip(matmuls, consumers))
       rewriteProduct(g, /*grouped=*/false, choice, batchInvariant, *tileMath, cpAsync, bf16Copies, c);
+    for (auto [gp, c] : llvm::zip(fp8, fp8Consumers))
+      rewriteProduct(gp.first, /*grouped=*/false, choice, batchInvariant, *tileMath, cpAsync, bf16Copies, c,
+                     gp.second);
   }
 };
 } // namespace

@@ -799,6 +799,22 @@ Value pairableWeight(Value W) {
   return ShapedType::isDynamic(row) || row % 2 ? Value() : W;
 }
 
+SmallVector<Value> decodePackedWord(OpBuilder &b, Location loc, Value word, Value scale, bool fp8) {
+  auto i32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32).getResult(); };
+  SmallVector<Value> out;
+  for (int64_t j = 0; j < 4; ++j) {
+    Value byte = arith::ExtUIOp::create(b, loc, b.getI32Type(), vector::ExtractOp::create(b, loc, word, j));
+    if (fp8) {
+      out.push_back(arith::MulFOp::create(b, loc, lowering::e4m3Value(b, loc, byte), scale));
+      continue;
+    }
+    for (Value code : {arith::AndIOp::create(b, loc, byte, i32(15)).getResult(),
+                       arith::ShRUIOp::create(b, loc, byte, i32(4)).getResult()})
+      out.push_back(arith::MulFOp::create(b, loc, lowering::e2m1Value(b, loc, code), scale));
+  }
+  return out;
+}
+
 int64_t warpGemvUnroll(Type element) {
   int64_t bytes = std::max<int64_t>(1, element.getIntOrFloatBitWidth() / 8);
   return std::max<int64_t>(4, 16 / bytes);
@@ -862,6 +878,8 @@ void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g) {
     auto loadRun = [&](OpBuilder &p, Location l, Value d) -> SmallVector<Value> {
       if (width == 1)
         return {g.loadW(p, l, m, o, d)};
+      if (g.packed.codes)
+        return g.packed.load(p, l, m, o, d);
       Type element = llvm::cast<MemRefType>(g.pairedWeight.getType()).getElementType();
       int64_t bytes = width * element.getIntOrFloatBitWidth() / 8;
       Value run = vector::LoadOp::create(p, l, VectorType::get({width}, element), g.pairedWeight,
@@ -911,7 +929,21 @@ void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g) {
     return tail.getResult(0);
   };
   Value laneTotal;
-  if (g.pairedWeight) {
+  if (g.packed.codes) {
+    // Words of codes when the codes' base is 4-byte aligned (every buffer
+    // the runtime allocates is; the caller makes sure each row's bytes are
+    // a multiple of 4); else a depth a load.
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(t, loc, g.packed.codes);
+    Value aligned = arith::CmpIOp::create(
+        t, loc, arith::CmpIPredicate::eq,
+        arith::RemUIOp::create(t, loc, base, arith::ConstantIndexOp::create(t, loc, 4)),
+        arith::ConstantIndexOp::create(t, loc, 0));
+    auto choose = scf::IfOp::create(t, loc, TypeRange{t.getF32Type()}, aligned, /*withElse=*/true);
+    OpBuilder words = choose.getThenBodyBuilder(), singles = choose.getElseBodyBuilder();
+    scf::YieldOp::create(words, loc, laneSum(words, g.packed.depths));
+    scf::YieldOp::create(singles, loc, laneSum(singles, 1));
+    laneTotal = choose.getResult(0);
+  } else if (g.pairedWeight) {
     // Pairs when the weight's base is 4-byte aligned (every buffer the
     // runtime allocates is; the check costs one branch a warp).
     Value base = memref::ExtractAlignedPointerAsIndexOp::create(t, loc, g.pairedWeight);
@@ -1128,6 +1160,7 @@ scf::IfOp buildProductKernels(OpBuilder &b, Location loc, const Product &p, cons
   w.split = warpGemvSplit(p.N, p.K, p.gridZ);
   w.unroll = p.warpUnroll;
   w.pairedWeight = p.pairedWeight;
+  w.packed = p.packed;
   if (p.weightIndices)
     w.weightIndices = [indices = p.weightIndices](OpBuilder &o, Location l, Value, Value col, Value d) {
       return indices(o, l, col, d);

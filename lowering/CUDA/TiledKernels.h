@@ -191,6 +191,23 @@ struct TiledGemm {
 };
 void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g);
 
+/// A weight bound packed (dsf-to-linalg's weight-storage=released) that a
+/// warp kernel's lane reads `depths` depths at a time, one 32-bit word of
+/// codes: `codes` its buffer of codes (the kernel checks its base's 4-byte
+/// alignment, and reads one depth a load through loadW when it fails), and
+/// `load(r, col, d)` the f32 values of depths d .. d + depths - 1 (d a
+/// multiple of `depths`), decoded from that word and their block's scale
+/// (decodePackedWord). MXFP4: 8 depths a word; FP8: 4. Null codes: not
+/// packed.
+struct PackedWords {
+  Value codes;
+  int64_t depths = 0;
+  std::function<SmallVector<Value>(OpBuilder &, Location, Value r, Value col, Value d)> load;
+};
+/// The values of one 32-bit word of codes (`word` a vector<4xi8>) times
+/// `scale` (f32): E2M1, eight a word (low nibble first), or E4M3, four.
+SmallVector<Value> decodePackedWord(OpBuilder &b, Location loc, Value word, Value scale, bool fp8);
+
 /// Few rows: `split` warps per output (r < M, col < N), their lanes 32 apart
 /// along d (part p of the split from 32 p, 32 split apart), `unroll` depths
 /// an iteration with their loads issued together (then the lane's last ones
@@ -215,6 +232,9 @@ struct WarpGemv {
   /// base's 4-byte alignment and reads one depth a load when it fails.
   Value pairedWeight;
   std::function<SmallVector<Value>(OpBuilder &, Location, Value r, Value col, Value d)> weightIndices;
+  /// A weight bound packed: lane l reads the words of depths w l, w (l +
+  /// 32), ... (w = packed.depths), unroll / w words an iteration.
+  PackedWords packed;
 };
 /// `W` when a warp kernel can read two of its elements with one 32-bit
 /// load: 16-bit elements, rows contiguous and of an even static length
@@ -254,6 +274,9 @@ struct Product {
   /// indices at (col, d).
   Value pairedWeight;
   std::function<SmallVector<Value>(OpBuilder &, Location, Value col, Value d)> weightIndices;
+  /// Of the warp kernel: a weight bound packed (see WarpGemv; its load's r
+  /// is the row, which a product's W does not depend on).
+  PackedWords packed;
 };
 /// Rows from which a product takes the tiled kernel however few its blocks:
 /// a full tile of rows. By the H200's batch of 64 (bench/results/

@@ -318,3 +318,54 @@ func.func @swiglu(%experts: memref<?x2xi32>, %x: memref<?x64xf32>, %w3: memref<4
   memref.dealloc %h : memref<?x2x32xf32>
   return
 }
+
+// -----
+
+// An MXFP4 weight bound packed (dsf-to-linalg's weight-storage=released):
+// the codes [4, 32, 32] (two a byte) and their UE8M0 scales [4, 32, 2].
+// The warp kernel reads a 32-bit word of eight codes a lane and their
+// block's scale (one depth a load when the base is not 4-byte aligned);
+// the tiled kernels decode each depth as they stage it (no cp.async: the
+// bytes are not the tile's elements).
+// CHECK-LABEL: func.func @project_packed
+// CHECK: gpu.launch
+// CHECK: memref.load %arg2
+// CHECK: memref.load %arg3
+// CHECK: gpu.barrier
+// CHECK: } else {
+// CHECK: memref.extract_aligned_pointer_as_index %arg2 : memref<4x32x32xi8> -> index
+// CHECK: scf.if %{{.*}} -> (f32) {
+// CHECK: vector.load %arg2[%{{.*}}, %{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<4x32x32xi8>, vector<4xi8>
+// CHECK: memref.load %arg3[%{{.*}}, %{{.*}}, %{{.*}}] : memref<4x32x2xi8>
+// CHECK: } else {
+// CHECK: memref.load %arg2[%{{.*}}, %{{.*}}, %{{.*}}] : memref<4x32x32xi8>
+// ASYNC-LABEL: func.func @project_packed
+// ASYNC-NOT: nvgpu.device_async_copy
+// ASYNC: return
+#e = affine_map<(t, s, i, d) -> (t, s)>
+#x = affine_map<(t, s, i, d) -> (t, d)>
+#g = affine_map<(t, s, i, d) -> (t, s, i)>
+func.func @project_packed(%experts: memref<?x2xi32>, %x: memref<?x64xf32>, %codes: memref<4x32x32xi8>,
+                          %scales: memref<4x32x2xi8>, %g: memref<?x2x32xf32>) {
+  linalg.generic {indexing_maps = [#e, #x, #g], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%experts, %x : memref<?x2xi32>, memref<?x64xf32>) outs(%g : memref<?x2x32xf32>) attrs = {dsf.experts = "project"} {
+  ^bb0(%e: i32, %a: f32, %acc: f32):
+    %ei = arith.index_cast %e : i32 to index
+    %i = linalg.index 2 : index
+    %d = linalg.index 3 : index
+    %c2 = arith.constant 2 : index
+    %c32 = arith.constant 32 : index
+    %byteAt = arith.divui %d, %c2 : index
+    %blockAt = arith.divui %d, %c32 : index
+    %byte = memref.load %codes[%ei, %i, %byteAt] : memref<4x32x32xi8>
+    %scale = memref.load %scales[%ei, %i, %blockAt] : memref<4x32x2xi8>
+    %b = arith.extui %byte : i8 to i32
+    %s = arith.extui %scale : i8 to i32
+    %sum = arith.addi %b, %s : i32
+    %v = arith.uitofp %sum : i32 to f32
+    %p = arith.mulf %v, %a : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  }
+  return
+}

@@ -719,3 +719,57 @@ func.func @dynamic_depth(%x: memref<?x?xf32>, %w: memref<512x?xbf16>, %y: memref
   }
   return
 }
+
+// -----
+
+// An FP8 weight bound packed (weight-storage=released: E4M3 codes i8
+// [40, 64], a UE8M0 scale a 32 x 32 block, i8 [2, 2]; dsf.packed_fp8 marks
+// the product): the tiles decode each code as they stage it, its scale read
+// at (col / 32, d / 32); the warp kernel reads a 32-bit word of four codes
+// a load (a row's 64 bytes keep words aligned once the base is) and their
+// block's scale, or one code a load when the base is not 4-byte aligned.
+// The codes are not staged by cp.async (the tiles stage decoded values).
+// CHECK-LABEL: func.func @project_fp8
+// CHECK: gpu.launch
+// CHECK: memref.load %arg1[%{{.*}}, %{{.*}}] : memref<40x64xi8>
+// CHECK: memref.load %arg2[%{{.*}}, %{{.*}}] : memref<2x2xi8>
+// CHECK: gpu.barrier
+// CHECK: } else {
+// CHECK: memref.extract_aligned_pointer_as_index %arg1 : memref<40x64xi8> -> index
+// CHECK: scf.if %{{.*}} -> (f32) {
+// CHECK: vector.load %arg1[%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<40x64xi8>, vector<4xi8>
+// CHECK: memref.load %arg2[%{{.*}}, %{{.*}}] : memref<2x2xi8>
+// CHECK-COUNT-4: vector.extract
+// CHECK: } else {
+// CHECK: memref.load %arg1[%{{.*}}, %{{.*}}] : memref<40x64xi8>
+// CHECK-NOT: linalg.generic
+// CHECK: return
+// ANY-BLOCKS-LABEL: func.func @project_fp8
+// ASYNC-LABEL: func.func @project_fp8
+// ASYNC-NOT: nvgpu.device_async_copy
+// ASYNC: return
+#fa = affine_map<(t, o, d) -> (t, d)>
+#fw = affine_map<(t, o, d) -> (o, d)>
+#fc = affine_map<(t, o, d) -> (t, o)>
+func.func @project_fp8(%x: memref<?x64xf32>, %codes: memref<40x64xi8>, %scales: memref<2x2xi8>,
+                       %y: memref<?x40xf32>) {
+  linalg.generic {indexing_maps = [#fa, #fw, #fc], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %codes : memref<?x64xf32>, memref<40x64xi8>) outs(%y : memref<?x40xf32>)
+      attrs = {dsf.packed_fp8 = array<i64: 32, 32>} {
+  ^bb0(%a: f32, %c: i8, %acc: f32):
+    %o = linalg.index 1 : index
+    %d = linalg.index 2 : index
+    %c32 = arith.constant 32 : index
+    %bo = arith.divui %o, %c32 : index
+    %bd = arith.divui %d, %c32 : index
+    %s = memref.load %scales[%bo, %bd] : memref<2x2xi8>
+    %ci = arith.extui %c : i8 to i32
+    %si = arith.extui %s : i8 to i32
+    %sum = arith.addi %ci, %si : i32
+    %v = arith.uitofp %sum : i32 to f32
+    %p = arith.mulf %a, %v : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  }
+  return
+}

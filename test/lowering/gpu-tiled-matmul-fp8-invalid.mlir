@@ -1,0 +1,91 @@
+// RUN: dsf-opt %s --dsf-gpu-tiled-matmul --split-input-file -verify-diagnostics
+
+// dsf.packed_fp8 marks a product of an FP8 weight bound packed, whose kernels
+// decode the codes in their own code: a marked generic that is not that
+// product is an error naming the mark and what does not fit, never a
+// product of other values.
+
+#fa = affine_map<(t, o, d) -> (t, d)>
+#fw = affine_map<(t, o, d) -> (o, d)>
+#fc = affine_map<(t, o, d) -> (t, o)>
+// Scales of the wrong shape for the blocks: [40, 64] in 32 x 32 blocks need 2 x 2.
+func.func @misshaped_scales(%x: memref<?x64xf32>, %codes: memref<40x64xi8>, %scales: memref<1x2xi8>,
+                            %y: memref<?x40xf32>) {
+  // expected-error @below {{dsf.packed_fp8: codes 40x64 in blocks of 32x32 need 2x2 scales, not 1x2}}
+  linalg.generic {indexing_maps = [#fa, #fw, #fc], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %codes : memref<?x64xf32>, memref<40x64xi8>) outs(%y : memref<?x40xf32>)
+      attrs = {dsf.packed_fp8 = array<i64: 32, 32>} {
+  ^bb0(%a: f32, %c: i8, %acc: f32):
+    %c0 = arith.constant 0 : index
+    %s = memref.load %scales[%c0, %c0] : memref<1x2xi8>
+    %si = arith.extui %s : i8 to i32
+    %v = arith.uitofp %si : i32 to f32
+    %p = arith.mulf %a, %v : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+#fa = affine_map<(t, o, d) -> (t, d)>
+#fw = affine_map<(t, o, d) -> (o, d)>
+#fc = affine_map<(t, o, d) -> (t, o)>
+// A body that reads no scales.
+func.func @no_scales(%x: memref<?x64xf32>, %codes: memref<40x64xi8>, %y: memref<?x40xf32>) {
+  // expected-error @below {{dsf.packed_fp8: the body must read one i8 [rows, cols] buffer of UE8M0 scales}}
+  linalg.generic {indexing_maps = [#fa, #fw, #fc], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %codes : memref<?x64xf32>, memref<40x64xi8>) outs(%y : memref<?x40xf32>)
+      attrs = {dsf.packed_fp8 = array<i64: 32, 32>} {
+  ^bb0(%a: f32, %c: i8, %acc: f32):
+    %ci = arith.extui %c : i8 to i32
+    %v = arith.uitofp %ci : i32 to f32
+    %p = arith.mulf %a, %v : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+#fa = affine_map<(t, o, d) -> (t, d)>
+#fw = affine_map<(t, o, d) -> (o, d)>
+#fc = affine_map<(t, o, d) -> (t, o)>
+// A block of no rows.
+func.func @empty_block(%x: memref<?x64xf32>, %codes: memref<40x64xi8>, %y: memref<?x40xf32>) {
+  // expected-error @below {{dsf.packed_fp8: expected [block rows, block columns], both >= 1}}
+  linalg.generic {indexing_maps = [#fa, #fw, #fc], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %codes : memref<?x64xf32>, memref<40x64xi8>) outs(%y : memref<?x40xf32>)
+      attrs = {dsf.packed_fp8 = array<i64: 0, 32>} {
+  ^bb0(%a: f32, %c: i8, %acc: f32):
+    %ci = arith.extui %c : i8 to i32
+    %v = arith.uitofp %ci : i32 to f32
+    %p = arith.mulf %a, %v : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+#fa = affine_map<(t, o, d) -> (t, d)>
+#fw = affine_map<(t, o, d) -> (o, d)>
+#fc = affine_map<(t, o, d) -> (t, o)>
+// Codes that are not bytes.
+func.func @float_codes(%x: memref<?x64xf32>, %codes: memref<40x64xbf16>, %scales: memref<2x2xi8>,
+                       %y: memref<?x40xf32>) {
+  // expected-error @below {{dsf.packed_fp8: expected f32 rows and output and i8 E4M3 codes}}
+  linalg.generic {indexing_maps = [#fa, #fw, #fc], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %codes : memref<?x64xf32>, memref<40x64xbf16>) outs(%y : memref<?x40xf32>)
+      attrs = {dsf.packed_fp8 = array<i64: 32, 32>} {
+  ^bb0(%a: f32, %c: bf16, %acc: f32):
+    %v = arith.extf %c : bf16 to f32
+    %p = arith.mulf %a, %v : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  }
+  return
+}
