@@ -350,11 +350,15 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
         return m.element(o, l, at[0], at[1], at[2]);
       };
       if (m.scales) {
-        // Eight E2M1 codes a 32-bit word (a row's in / 2 bytes are a
-        // multiple of 16, in being of whole 32-blocks) and their block's
-        // UE8M0 scale.
+        // Eight E2M1 codes a 32-bit load (a row's in / 2 bytes are a
+        // multiple of 16, in being of whole 32-blocks: loads stay aligned
+        // once the base is, and a load's codes share one block's scale). By
+        // hand on an H100, eight a load four loads deep took 0.69-0.87 of
+        // the bf16 kernel's time, sixteen 0.85-0.88, thirty-two 1.3
+        // (bench/results/gpu-released-weights.md).
         gemv.packed.codes = m.weight;
         gemv.packed.depths = 8;
+        gemv.packed.bytes = 4;
         gemv.packed.load = [&](OpBuilder &o, Location l, Value r, Value col, Value d) {
           SmallVector<Value> at = gemv.weightIndices(o, l, r, col, d);
           Value byte = arith::DivUIOp::create(o, l, d, idx(o, 2)), block = arith::DivUIOp::create(o, l, d, idx(o, 32));
@@ -365,6 +369,13 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
                                                    /*e4m3Scale=*/false);
           return decodePackedWord(o, l, word, scale, /*fp8=*/false);
         };
+        if (activationsReadable(m.input)) {
+          gemv.packed.activations = m.input;
+          gemv.packed.activationIndices = [&](OpBuilder &o, Location, Value r, Value d) {
+            auto [tok, s] = tokenSlot(o, r);
+            return m.down ? SmallVector<Value>{tok, s, d} : SmallVector<Value>{tok, d};
+          };
+        }
       } else {
         gemv.pairedWeight = pairableWeight(m.weight);
       }
@@ -373,8 +384,7 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
         storeRow(o, tok, s, col, sum);
       };
       gemv.split = warpGemvSplit(N, K, Value());
-      // Packed: four words of eight codes a lane in flight (16 bytes, as
-      // bf16's eight pairs' halves).
+      // Packed: four loads of eight codes a lane in flight (16 bytes).
       gemv.unroll = m.scales ? 32 : warpGemvUnroll(llvm::cast<MemRefType>(m.weight.getType()).getElementType());
       buildWarpGemv(e, loc, gemv);
     }

@@ -108,7 +108,7 @@ FailureOr<PackedFp8> matchPackedFp8(linalg::GenericOp g) {
   PackedFp8 p{read[0], blocks[0], blocks[1]};
   for (unsigned i = 0; i < 2; ++i) {
     int64_t extent = type(W).getDimSize(i), scales = type(p.scales).getDimSize(i), block = blocks[i];
-    if (!ShapedType::isDynamic(extent) && !ShapedType::isDynamic(scales) && scales != llvm::divideCeil(extent, block))
+    if (!ShapedType::isDynamic(extent) && !ShapedType::isDynamic(scales) && scales != int64_t(llvm::divideCeil(extent, block)))
       return fail("codes " + std::to_string(type(W).getDimSize(0)) + "x" + std::to_string(type(W).getDimSize(1)) +
                   " in blocks of " + std::to_string(blocks[0]) + "x" + std::to_string(blocks[1]) + " need " +
                   std::to_string(llvm::divideCeil(type(W).getDimSize(0), blocks[0])) + "x" +
@@ -193,17 +193,24 @@ void rewriteProduct(linalg::GenericOp g, bool grouped, ProductChoice choice, boo
       return arith::MulFOp::create(o, l, lowering::e4m3Value(o, l, code), scaleAt(o, l, col, d));
     };
     p.pairedWeight = Value();
-    // Words of four codes: each row's K bytes a multiple of 4 (aligned
-    // words once the base is) and a word within one block of scales.
+    // Eight codes a 64-bit load (on an H100 by hand, 0.63-0.65 of the bf16
+    // kernel's time against four codes' 0.73-0.86: bench/results/
+    // gpu-released-weights.md): each row's K bytes a multiple of 8 (aligned
+    // loads once the base is) and a load within one block of scales.
     int64_t K = llvm::cast<MemRefType>(W.getType()).getDimSize(1);
-    if (!ShapedType::isDynamic(K) && K % 4 == 0 && fp8->blockCols % 4 == 0) {
+    if (!ShapedType::isDynamic(K) && K % 8 == 0 && fp8->blockCols % 8 == 0) {
       p.packed.codes = W;
-      p.packed.depths = 4;
+      p.packed.depths = 8;
+      p.packed.bytes = 8;
       p.packed.load = [W, scaleAt](OpBuilder &o, Location l, Value, Value col, Value d) {
-        Value word = vector::LoadOp::create(o, l, VectorType::get({4}, o.getI8Type()), W, ValueRange{col, d},
-                                            /*nontemporal=*/false, llvm::MaybeAlign(4));
+        Value word = vector::LoadOp::create(o, l, VectorType::get({8}, o.getI8Type()), W, ValueRange{col, d},
+                                            /*nontemporal=*/false, llvm::MaybeAlign(8));
         return decodePackedWord(o, l, word, scaleAt(o, l, col, d), /*fp8=*/true);
       };
+      if (activationsReadable(A)) {
+        p.packed.activations = A;
+        p.packed.activationIndices = [at](OpBuilder &, Location, Value r, Value d) { return at(r, d); };
+      }
     }
   }
   // Each kernel stores every output once, its whole sum: with C just
@@ -229,9 +236,9 @@ void rewriteProduct(linalg::GenericOp g, bool grouped, ProductChoice choice, boo
                  }};
   }
   p.bf16CopyOfA = bf16Copies;
-  // Packed FP8: four words of four codes a lane in flight (16 bytes, as
-  // bf16's eight).
-  p.warpUnroll = fp8 ? 16 : warpGemvUnroll(llvm::cast<MemRefType>(W.getType()).getElementType());
+  // Packed FP8: four loads of eight codes a lane in flight (32 bytes; the
+  // hand kernel's best, "fp8 x8 / u4").
+  p.warpUnroll = fp8 ? 32 : warpGemvUnroll(llvm::cast<MemRefType>(W.getType()).getElementType());
   // Batch-invariant: the generic below the tiles is slow (a thread an
   // output), so only the row count chooses; no split depth either (its sums
   // are added in another order).

@@ -799,20 +799,73 @@ Value pairableWeight(Value W) {
   return ShapedType::isDynamic(row) || row % 2 ? Value() : W;
 }
 
-SmallVector<Value> decodePackedWord(OpBuilder &b, Location loc, Value word, Value scale, bool fp8) {
-  auto i32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32).getResult(); };
-  SmallVector<Value> out;
-  for (int64_t j = 0; j < 4; ++j) {
-    Value byte = arith::ExtUIOp::create(b, loc, b.getI32Type(), vector::ExtractOp::create(b, loc, word, j));
-    if (fp8) {
-      out.push_back(arith::MulFOp::create(b, loc, lowering::e4m3Value(b, loc, byte), scale));
-      continue;
+PackedRun decodePackedWord(OpBuilder &b, Location loc, Value word, Value scale, bool fp8) {
+  // A 32-bit pattern (the sign masks set bit 31).
+  auto i32 = [&](uint32_t bits) {
+    return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(int32_t(bits))).getResult();
+  };
+  int64_t bytes = llvm::cast<VectorType>(word.getType()).getNumElements();
+  assert(bytes % 4 == 0 && "whole 32-bit words of codes");
+  auto pairType = VectorType::get({2}, b.getF16Type());
+  PackedRun run;
+  run.scale = scale;
+  auto append = [&](Value pair) {
+    for (int64_t e = 0; e < 2; ++e)
+      run.values.push_back(
+          arith::ExtFOp::create(b, loc, b.getF32Type(), vector::ExtractOp::create(b, loc, pair, e).getResult()));
+  };
+  if (fp8) {
+    for (int64_t j = 0; j < bytes; j += 2) {
+      Value codes = vector::ShuffleOp::create(b, loc, word, word, ArrayRef<int64_t>{j, j + 1});
+      append(NVVM::ConvertF8x2ToF16x2Op::create(b, loc, pairType, codes, /*relu=*/false,
+                                                b.getType<Float8E4M3FNType>()));
     }
-    for (Value code : {arith::AndIOp::create(b, loc, byte, i32(15)).getResult(),
-                       arith::ShRUIOp::create(b, loc, byte, i32(4)).getResult()})
-      out.push_back(arith::MulFOp::create(b, loc, lowering::e2m1Value(b, loc, code), scale));
+    return run;
   }
-  return out;
+  run.unit = 16384.0;
+  // A 32-bit word's nibble n (depth n) and n + 4 are one f16x2: nibble n's
+  // e1 e0 m to bits 11-9, its sign to 15, and nibble n + 4 (16 bits up) the
+  // same 16 bits up, so both move by one shift of the word each: four
+  // shifts and masks for eight codes, not a byte's own.
+  Value words = vector::BitCastOp::create(b, loc, VectorType::get({bytes / 4}, b.getI32Type()), word);
+  auto moved = [&](Value x, uint32_t mask, int64_t shift) -> Value {
+    Value masked = arith::AndIOp::create(b, loc, x, i32(mask));
+    if (shift > 0)
+      return arith::ShLIOp::create(b, loc, masked, i32(shift));
+    if (shift < 0)
+      return arith::ShRUIOp::create(b, loc, masked, i32(-shift));
+    return masked;
+  };
+  run.values.resize(2 * bytes);
+  for (int64_t w = 0; w < bytes / 4; ++w) {
+    Value x = vector::ExtractOp::create(b, loc, words, w);
+    for (int64_t n = 0; n < 4; ++n) {
+      uint32_t magnitude = (0x7u << (4 * n)) | (0x7u << (4 * n + 16)), sign = (0x8u << (4 * n)) | (0x8u << (4 * n + 16));
+      Value bits = arith::OrIOp::create(b, loc, moved(x, magnitude, 9 - 4 * n), moved(x, sign, 12 - 4 * n));
+      Value pair = vector::BitCastOp::create(
+          b, loc, pairType, vector::BroadcastOp::create(b, loc, VectorType::get({1}, b.getI32Type()), bits));
+      for (int64_t e = 0; e < 2; ++e)
+        run.values[8 * w + n + 4 * e] = arith::ExtFOp::create(b, loc, b.getF32Type(),
+                                                             vector::ExtractOp::create(b, loc, pair, e).getResult());
+    }
+  }
+  return run;
+}
+
+bool activationsReadable(Value activations) {
+  auto type = llvm::dyn_cast<MemRefType>(activations.getType());
+  if (!type || !type.getElementType().isF32() || type.getRank() < 1)
+    return false;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)) || ShapedType::isDynamic(offset) || offset % 4)
+    return false;
+  if (strides.back() != 1)
+    return false;
+  for (int64_t stride : ArrayRef(strides).drop_back())
+    if (ShapedType::isDynamic(stride) || stride % 4)
+      return false;
+  return true;
 }
 
 int64_t warpGemvUnroll(Type element) {
@@ -868,16 +921,19 @@ void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g) {
   const int64_t kUnroll = g.unroll;
   assert(kUnroll >= 1 && "at least one depth an iteration");
   int64_t stride = kWarp * split;
-  auto laneSum = [&](OpBuilder &t, int64_t width) -> Value {
+  // vectorA: A's values of a unit read 16 bytes a load (packed weights
+  // whose activations' rows are aligned: the unit's first depth is a
+  // multiple of its width, a multiple of 4).
+  auto laneSum = [&](OpBuilder &t, int64_t width, bool vectorA = false) -> Value {
     auto ci = [&](int64_t v) { return arith::ConstantIndexOp::create(t, loc, v).getResult(); };
     Value zero = arith::ConstantFloatOp::create(t, loc, t.getF32Type(), APFloat(0.0f));
     int64_t unroll = std::max<int64_t>(1, kUnroll / width);
     Value units = width == 1 ? K : arith::DivUIOp::create(t, loc, K, ci(width)).getResult();
     // The weight's stored elements at depths d .. d + width - 1 (d a
-    // multiple of width), in order.
-    auto loadRun = [&](OpBuilder &p, Location l, Value d) -> SmallVector<Value> {
+    // multiple of width), in order; packed, their run (values and scale).
+    auto loadRun = [&](OpBuilder &p, Location l, Value d) -> PackedRun {
       if (width == 1)
-        return {g.loadW(p, l, m, o, d)};
+        return {{g.loadW(p, l, m, o, d)}, Value()};
       if (g.packed.codes)
         return g.packed.load(p, l, m, o, d);
       Type element = llvm::cast<MemRefType>(g.pairedWeight.getType()).getElementType();
@@ -885,23 +941,54 @@ void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g) {
       Value run = vector::LoadOp::create(p, l, VectorType::get({width}, element), g.pairedWeight,
                                          g.weightIndices(p, l, m, o, d), /*nontemporal=*/false,
                                          llvm::MaybeAlign(bytes));
-      SmallVector<Value> out;
+      PackedRun out;
       for (int64_t e = 0; e < width; ++e)
-        out.push_back(vector::ExtractOp::create(p, l, run, e));
+        out.values.push_back(vector::ExtractOp::create(p, l, run, e));
       return out;
     };
     // Unit q's loads (depths width q .. width q + width - 1): A's values to
-    // `as`, the weight's stored elements to `ws`.
-    auto unitLoads = [&](OpBuilder &p, Location l, Value q, SmallVector<Value> &as, SmallVector<Value> &ws) {
+    // `as`, the weight's run to `ws`.
+    auto unitLoads = [&](OpBuilder &p, Location l, Value q, SmallVector<Value> &as, SmallVector<PackedRun> &ws) {
       Value d = width == 1 ? q : arith::MulIOp::create(p, l, q, arith::ConstantIndexOp::create(p, l, width)).getResult();
-      for (int64_t e = 0; e < width; ++e)
-        as.push_back(g.loadA(p, l, m, e ? arith::AddIOp::create(p, l, d, arith::ConstantIndexOp::create(p, l, e)).getResult() : d));
-      llvm::append_range(ws, loadRun(p, l, d));
+      auto depth = [&](int64_t e) {
+        return e ? arith::AddIOp::create(p, l, d, arith::ConstantIndexOp::create(p, l, e)).getResult() : d;
+      };
+      if (vectorA) {
+        for (int64_t e = 0; e < width; e += 4) {
+          Value four = vector::LoadOp::create(p, l, VectorType::get({4}, p.getF32Type()), g.packed.activations,
+                                              g.packed.activationIndices(p, l, m, depth(e)), /*nontemporal=*/false,
+                                              llvm::MaybeAlign(16));
+          for (int64_t i = 0; i < 4; ++i)
+            as.push_back(vector::ExtractOp::create(p, l, four, i));
+        }
+      } else {
+        for (int64_t e = 0; e < width; ++e)
+          as.push_back(g.loadA(p, l, m, depth(e)));
+      }
+      ws.push_back(loadRun(p, l, d));
     };
-    // acc plus each a times its w (widened), in order.
-    auto addProducts = [&](OpBuilder &p, Location l, Value acc, ArrayRef<Value> as, ArrayRef<Value> ws) {
-      for (auto [a, w] : llvm::zip_equal(as, ws))
-        acc = arith::AddFOp::create(p, l, acc, arith::MulFOp::create(p, l, a, lowering::widenToF32(p, l, w)));
+    // acc plus each a times its w (widened), in order; a packed run's
+    // products are added first, their sum scaled (unit, then scale) and
+    // added to acc.
+    auto addProducts = [&](OpBuilder &p, Location l, Value acc, ArrayRef<Value> as, ArrayRef<PackedRun> ws) {
+      size_t next = 0;
+      for (const PackedRun &run : ws) {
+        ArrayRef<Value> a = as.slice(next, run.values.size());
+        next += run.values.size();
+        if (!run.scale) {
+          for (auto [x, w] : llvm::zip_equal(a, run.values))
+            acc = arith::AddFOp::create(p, l, acc, arith::MulFOp::create(p, l, x, lowering::widenToF32(p, l, w)));
+          continue;
+        }
+        Value sum = arith::MulFOp::create(p, l, a[0], run.values[0]);
+        for (size_t i = 1; i < a.size(); ++i)
+          sum = arith::AddFOp::create(p, l, sum, arith::MulFOp::create(p, l, a[i], run.values[i]));
+        if (run.unit != 1.0)
+          sum = arith::MulFOp::create(p, l, sum, arith::ConstantFloatOp::create(p, l, p.getF32Type(),
+                                                                                APFloat(float(run.unit))));
+        acc = arith::AddFOp::create(p, l, acc, arith::MulFOp::create(p, l, sum, run.scale));
+      }
+      assert(next == as.size() && "a value of A for each of the weight's");
       return acc;
     };
     Value first = arith::AddIOp::create(t, loc, lane, arith::MulIOp::create(t, loc, part, ci(kWarp)));
@@ -914,7 +1001,8 @@ void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g) {
     auto groups = scf::ForOp::create(
         t, loc, first, unrolledEnd, ci(unroll * stride), ValueRange{zero},
         [&](OpBuilder &p, Location l, Value q0, ValueRange acc) {
-          SmallVector<Value> as, ws;
+          SmallVector<Value> as;
+          SmallVector<PackedRun> ws;
           for (int64_t u = 0; u < unroll; ++u)
             unitLoads(p, l, u ? arith::AddIOp::create(p, l, q0, arith::ConstantIndexOp::create(p, l, u * stride)).getResult() : q0,
                       as, ws);
@@ -922,7 +1010,8 @@ void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g) {
         });
     auto tail = scf::ForOp::create(t, loc, unrolledEnd, units, ci(stride), groups.getResults(),
                                    [&](OpBuilder &p, Location l, Value q, ValueRange acc) {
-                                     SmallVector<Value> as, ws;
+                                     SmallVector<Value> as;
+                                     SmallVector<PackedRun> ws;
                                      unitLoads(p, l, q, as, ws);
                                      scf::YieldOp::create(p, l, addProducts(p, l, acc[0], as, ws));
                                    });
@@ -930,17 +1019,23 @@ void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g) {
   };
   Value laneTotal;
   if (g.packed.codes) {
-    // Words of codes when the codes' base is 4-byte aligned (every buffer
-    // the runtime allocates is; the caller makes sure each row's bytes are
-    // a multiple of 4); else a depth a load.
-    Value base = memref::ExtractAlignedPointerAsIndexOp::create(t, loc, g.packed.codes);
-    Value aligned = arith::CmpIOp::create(
-        t, loc, arith::CmpIPredicate::eq,
-        arith::RemUIOp::create(t, loc, base, arith::ConstantIndexOp::create(t, loc, 4)),
-        arith::ConstantIndexOp::create(t, loc, 0));
+    // Words of codes when the codes' base is aligned to a load (every
+    // buffer the runtime allocates is; the caller makes sure each row's
+    // bytes are a multiple of a load's) and, where the activations are read
+    // 16 bytes a load, so is their base (their layout's offset and strides
+    // are, activationsReadable); else a depth a load.
+    auto alignedTo = [&](Value buffer, int64_t bytes) -> Value {
+      Value base = memref::ExtractAlignedPointerAsIndexOp::create(t, loc, buffer);
+      return arith::CmpIOp::create(t, loc, arith::CmpIPredicate::eq,
+                                   arith::RemUIOp::create(t, loc, base, arith::ConstantIndexOp::create(t, loc, bytes)),
+                                   arith::ConstantIndexOp::create(t, loc, 0));
+    };
+    Value aligned = alignedTo(g.packed.codes, g.packed.bytes);
+    if (g.packed.activations)
+      aligned = arith::AndIOp::create(t, loc, aligned, alignedTo(g.packed.activations, 16));
     auto choose = scf::IfOp::create(t, loc, TypeRange{t.getF32Type()}, aligned, /*withElse=*/true);
     OpBuilder words = choose.getThenBodyBuilder(), singles = choose.getElseBodyBuilder();
-    scf::YieldOp::create(words, loc, laneSum(words, g.packed.depths));
+    scf::YieldOp::create(words, loc, laneSum(words, g.packed.depths, bool(g.packed.activations)));
     scf::YieldOp::create(singles, loc, laneSum(singles, 1));
     laneTotal = choose.getResult(0);
   } else if (g.pairedWeight) {

@@ -191,22 +191,50 @@ struct TiledGemm {
 };
 void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g);
 
+/// A load of packed codes, decoded: `values` the codes' f32 values in
+/// units of `unit` (exact), all in one block of `scale` (f32): weight i is
+/// values[i] x unit x scale. The warp kernel adds a run's products first
+/// and scales their sum once (two multiplies a load, not one a code).
+struct PackedRun {
+  SmallVector<Value> values;
+  Value scale;
+  double unit = 1.0;
+};
+
 /// A weight bound packed (dsf-to-linalg's weight-storage=released) that a
-/// warp kernel's lane reads `depths` depths at a time, one 32-bit word of
-/// codes: `codes` its buffer of codes (the kernel checks its base's 4-byte
-/// alignment, and reads one depth a load through loadW when it fails), and
-/// `load(r, col, d)` the f32 values of depths d .. d + depths - 1 (d a
-/// multiple of `depths`), decoded from that word and their block's scale
-/// (decodePackedWord). MXFP4: 8 depths a word; FP8: 4. Null codes: not
-/// packed.
+/// warp kernel's lane reads `depths` depths at a time, one load of `bytes`
+/// bytes of codes: `codes` its buffer of codes (the kernel checks its base's
+/// alignment to `bytes`, and reads one depth a load through loadW when it
+/// fails), and `load(r, col, d)` the run of depths d .. d + depths - 1 (d a
+/// multiple of `depths`, the run within one block of scales) decoded from
+/// that load (decodePackedWord). MXFP4: 8 depths a 32-bit load; FP8: 8 a
+/// 64-bit one.
+/// Null codes: not packed.
 struct PackedWords {
   Value codes;
   int64_t depths = 0;
-  std::function<SmallVector<Value>(OpBuilder &, Location, Value r, Value col, Value d)> load;
+  int64_t bytes = 4;   // a load's bytes of codes: the base's alignment the kernel checks
+  std::function<PackedRun(OpBuilder &, Location, Value r, Value col, Value d)> load;
+  /// The f32 activations' buffer, when activationsReadable: a lane reads a
+  /// load's activations 16 bytes at a time (A[r, d .. d + 3] at
+  /// activationIndices(r, d)), where their base is 16-byte aligned. Null:
+  /// loadA, a depth a load.
+  Value activations;
+  std::function<SmallVector<Value>(OpBuilder &, Location, Value r, Value d)> activationIndices;
 };
-/// The values of one 32-bit word of codes (`word` a vector<4xi8>) times
-/// `scale` (f32): E2M1, eight a word (low nibble first), or E4M3, four.
-SmallVector<Value> decodePackedWord(OpBuilder &b, Location loc, Value word, Value scale, bool fp8);
+/// Whether a buffer of activations can be read 16 bytes a load wherever its
+/// base is 16-byte aligned: f32, depth innermost and contiguous, its offset
+/// and every other stride a multiple of 4 elements (known at compile time).
+bool activationsReadable(Value activations);
+/// The run of a load of codes (`word` a vector<Nxi8>, N a multiple of 4)
+/// under `scale` (f32). E4M3: one a byte, two an instruction by the
+/// hardware's conversion to f16x2 (cvt.rn.f16x2.e4m3x2, sm_89+: exact, every
+/// E4M3 value is an f16); unit 1. E2M1: two a byte (low nibble first), a
+/// byte's two moved by bit operations into an f16x2's exponent and mantissa
+/// (E2M1's exponent bits the low two of f16's, its mantissa bit f16's top
+/// one; sign to sign): every E2M1 value v is then the f16 v x 2^-14 exactly,
+/// 0.5 the subnormal 2^-15; unit 2^14. Hopper has no FP4 conversion.
+PackedRun decodePackedWord(OpBuilder &b, Location loc, Value word, Value scale, bool fp8);
 
 /// Few rows: `split` warps per output (r < M, col < N), their lanes 32 apart
 /// along d (part p of the split from 32 p, 32 split apart), `unroll` depths

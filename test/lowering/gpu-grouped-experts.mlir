@@ -323,10 +323,15 @@ func.func @swiglu(%experts: memref<?x2xi32>, %x: memref<?x64xf32>, %w3: memref<4
 
 // An MXFP4 weight bound packed (dsf-to-linalg's weight-storage=released):
 // the codes [4, 32, 32] (two a byte) and their UE8M0 scales [4, 32, 2].
-// The warp kernel reads a 32-bit word of eight codes a lane and their
-// block's scale (one depth a load when the base is not 4-byte aligned);
-// the tiled kernels decode each depth as they stage it (no cp.async: the
-// bytes are not the tile's elements).
+// The warp kernel reads eight codes a lane a 32-bit load, their block's
+// scale and their activations 16 bytes a load (one depth a load when the
+// codes' base is not 4-byte aligned or the activations' not 16-byte),
+// moves its codes into f16x2s' bits, depths n and n + 4 of a 32-bit word
+// by one mask and shift of it (0x70007 << 9, sign 0x80008 << 12: E2M1
+// x 2^-14, exact),
+// adds the run's products and scales their sum once (2^14, then the
+// block's scale); the tiled kernels decode each depth as they stage it (no
+// cp.async: the bytes are not the tile's elements).
 // CHECK-LABEL: func.func @project_packed
 // CHECK: gpu.launch
 // CHECK: memref.load %arg2
@@ -334,9 +339,21 @@ func.func @swiglu(%experts: memref<?x2xi32>, %x: memref<?x64xf32>, %w3: memref<4
 // CHECK: gpu.barrier
 // CHECK: } else {
 // CHECK: memref.extract_aligned_pointer_as_index %arg2 : memref<4x32x32xi8> -> index
+// CHECK: arith.remui %intptr, %c4
+// CHECK: memref.extract_aligned_pointer_as_index %arg1 : memref<?x64xf32> -> index
 // CHECK: scf.if %{{.*}} -> (f32) {
+// CHECK: vector.load %arg1[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x64xf32>, vector<4xf32>
 // CHECK: vector.load %arg2[%{{.*}}, %{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<4x32x32xi8>, vector<4xi8>
 // CHECK: memref.load %arg3[%{{.*}}, %{{.*}}, %{{.*}}] : memref<4x32x2xi8>
+// CHECK: vector.bitcast %{{.*}} : vector<4xi8> to vector<1xi32>
+// CHECK: %[[WORD:.*]] = vector.extract %{{.*}}[0] : i32 from vector<1xi32>
+// CHECK: arith.andi %[[WORD]], %c458759_i32
+// CHECK: arith.shli %{{.*}}, %c9_i32
+// CHECK: arith.andi %[[WORD]], %c524296_i32
+// CHECK: arith.shli %{{.*}}, %c12_i32
+// CHECK: vector.bitcast %{{.*}} : vector<1xi32> to vector<2xf16>
+// CHECK: arith.extf %{{.*}} : f16 to f32
+// CHECK: arith.constant 1.638400e+04 : f32
 // CHECK: } else {
 // CHECK: memref.load %arg2[%{{.*}}, %{{.*}}, %{{.*}}] : memref<4x32x32xi8>
 // ASYNC-LABEL: func.func @project_packed

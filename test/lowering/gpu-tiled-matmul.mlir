@@ -725,9 +725,11 @@ func.func @dynamic_depth(%x: memref<?x?xf32>, %w: memref<512x?xbf16>, %y: memref
 // An FP8 weight bound packed (weight-storage=released: E4M3 codes i8
 // [40, 64], a UE8M0 scale a 32 x 32 block, i8 [2, 2]; dsf.packed_fp8 marks
 // the product): the tiles decode each code as they stage it, its scale read
-// at (col / 32, d / 32); the warp kernel reads a 32-bit word of four codes
-// a load (a row's 64 bytes keep words aligned once the base is) and their
-// block's scale, or one code a load when the base is not 4-byte aligned.
+// at (col / 32, d / 32); the warp kernel reads eight codes a 64-bit load (a
+// row's 64 bytes keep loads aligned once the base is), converts them two an
+// instruction to f16 (cvt.rn.f16x2.e4m3x2), takes their block's scale and
+// reads their activations 16 bytes a load; or reads one code a load when
+// the codes' base is not 8-byte aligned or the activations' not 16-byte.
 // The codes are not staged by cp.async (the tiles stage decoded values).
 // CHECK-LABEL: func.func @project_fp8
 // CHECK: gpu.launch
@@ -736,10 +738,15 @@ func.func @dynamic_depth(%x: memref<?x?xf32>, %w: memref<512x?xbf16>, %y: memref
 // CHECK: gpu.barrier
 // CHECK: } else {
 // CHECK: memref.extract_aligned_pointer_as_index %arg1 : memref<40x64xi8> -> index
+// CHECK: arith.remui %{{.*}}, %c8
+// CHECK: memref.extract_aligned_pointer_as_index %arg0 : memref<?x64xf32> -> index
 // CHECK: scf.if %{{.*}} -> (f32) {
-// CHECK: vector.load %arg1[%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<40x64xi8>, vector<4xi8>
+// CHECK: vector.load %arg0[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x64xf32>, vector<4xf32>
+// CHECK: vector.load %arg1[%{{.*}}, %{{.*}}] {alignment = 8 : i64} : memref<40x64xi8>, vector<8xi8>
 // CHECK: memref.load %arg2[%{{.*}}, %{{.*}}] : memref<2x2xi8>
-// CHECK-COUNT-4: vector.extract
+// CHECK: vector.shuffle %{{.*}}, %{{.*}} [0, 1] : vector<8xi8>, vector<8xi8>
+// CHECK: nvvm.convert.f8x2.to.f16x2 %{{.*}} : vector<2xi8>(f8E4M3FN) -> vector<2xf16>
+// CHECK-COUNT-3: nvvm.convert.f8x2.to.f16x2
 // CHECK: } else {
 // CHECK: memref.load %arg1[%{{.*}}, %{{.*}}] : memref<40x64xi8>
 // CHECK-NOT: linalg.generic

@@ -94,8 +94,8 @@ cl::opt<std::string> weightStorage("weight-storage",
                                             "bf16 stays bf16, widened as the kernels read it; the default), f32, or "
                                             "released (declared, but the routed experts' MXFP4 and the projections' "
                                             "FP8 weights stay the checkpoint's codes and scales, decoded as the "
-                                            "products read them: less than half the bytes bound, a slower "
-                                            "decode for now)"),
+                                            "products read them: less than half the bytes bound and read "
+                                            "a decode step)"),
                                    cl::init("declared"), cl::cat(dsfCategory));
 cl::opt<bool> batchInvariant("batch-invariant",
                              cl::desc("--target=cuda: every projection sums in one order whatever the number of rows, "
