@@ -32,6 +32,7 @@ sys.path.insert(0, os.path.join(root, "tools", "scripts"))
 sys.path.insert(0, os.path.join(root, "test", "reference"))
 import dsfa_tool  # noqa: E402
 import safetensors_io  # noqa: E402
+from batch_runs import Report  # noqa: E402  (bench/, this script's folder)
 
 
 def option(name, default):
@@ -46,14 +47,7 @@ config = option("config", os.path.join(root, "bench", "configs", "deepseek-v4.1-
 prompt, tokens = int(option("prompt", "64")), int(option("tokens", "9"))
 work = "/tmp/dsf-cpu-released"
 os.makedirs(work, exist_ok=True)
-lines = []
-
-
-def say(text=""):
-    print(text, flush=True)
-    lines.append(text)
-    with open(out_md, "w") as f:
-        f.write("\n".join(lines) + "\n")
+say = Report(out_md)
 
 
 def cpu_name():

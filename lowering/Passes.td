@@ -293,9 +293,10 @@ def GpuTiledMatmul : Pass<"dsf-gpu-tiled-matmul", "::mlir::ModuleOp"> {
     cols]`, W its E4M3 codes i8 [N, K], its body reading the UE8M0 scales
     i8 [ceil(N / rows), ceil(K / cols)]) takes the same kernels, decoding
     each element from its code and its block's scale: the tiles as they
-    stage it (no cp.async), the warp kernel a 32-bit word of four codes a
-    load when K and `cols` are multiples of 4 (a half of bf16's bytes). A
-    marked generic of another form is an error naming the mark.
+    stage it (no cp.async), the warp kernel eight codes a 64-bit load,
+    converted two an instruction (cvt.rn.f16x2.e4m3x2), when K and `cols`
+    are multiples of 8 (a half of bf16's bytes). A marked generic of another
+    form is an error naming the mark.
 
     With `batch-invariant`, the few-rows case keeps the generic (one thread
     per output) instead: it adds the products in the same order as the tiled

@@ -43,25 +43,26 @@ struct ExpertMatmul {
   /// MXFP4 codes [E, out, in / 2] and `scales` its UE8M0 bytes
   /// [E, out, in / 32].
   Value scales;
+  /// Packed: the UE8M0 scale of W[e, col, d]'s 32-block, as f32.
+  Value scaleAt(OpBuilder &o, Location l, Value e, Value col, Value d) const {
+    Value block = arith::DivUIOp::create(o, l, d, arith::ConstantIndexOp::create(o, l, 32));
+    Value byte = memref::LoadOp::create(o, l, scales, ValueRange{e, col, block});
+    return lowering::packedScaleValue(o, l, arith::ExtUIOp::create(o, l, o.getI32Type(), byte), /*e4m3Scale=*/false);
+  }
   /// W[e, col, d] as f32: the stored element (widened where the kernel
   /// multiplies), or decoded from the packed codes.
   Value element(OpBuilder &o, Location l, Value e, Value col, Value d) const {
     if (!scales)
       return memref::LoadOp::create(o, l, weight, ValueRange{e, col, d}).getResult();
     auto ci = [&](int64_t v) { return arith::ConstantIndexOp::create(o, l, v).getResult(); };
-    auto byteAt = [&](Value buffer, Value at) {
-      return arith::ExtUIOp::create(o, l, o.getI32Type(), memref::LoadOp::create(o, l, buffer, ValueRange{e, col, at}))
-          .getResult();
-    };
+    Value byte = arith::ExtUIOp::create(
+        o, l, o.getI32Type(),
+        memref::LoadOp::create(o, l, weight, ValueRange{e, col, arith::DivUIOp::create(o, l, d, ci(2))}));
     Value odd = arith::IndexCastOp::create(o, l, o.getI32Type(), arith::RemUIOp::create(o, l, d, ci(2)));
     Value code = arith::AndIOp::create(
-        o, l,
-        arith::ShRUIOp::create(o, l, byteAt(weight, arith::DivUIOp::create(o, l, d, ci(2))),
-                               arith::MulIOp::create(o, l, odd, arith::ConstantIntOp::create(o, l, 4, 32))),
+        o, l, arith::ShRUIOp::create(o, l, byte, arith::MulIOp::create(o, l, odd, arith::ConstantIntOp::create(o, l, 4, 32))),
         arith::ConstantIntOp::create(o, l, 15, 32));
-    Value scale = lowering::packedScaleValue(o, l, byteAt(scales, arith::DivUIOp::create(o, l, d, ci(32))),
-                                             /*e4m3Scale=*/false);
-    return arith::MulFOp::create(o, l, lowering::e2m1Value(o, l, code), scale).getResult();
+    return arith::MulFOp::create(o, l, lowering::e2m1Value(o, l, code), scaleAt(o, l, e, col, d)).getResult();
   }
 };
 
@@ -361,13 +362,10 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
         gemv.packed.bytes = 4;
         gemv.packed.load = [&](OpBuilder &o, Location l, Value r, Value col, Value d) {
           SmallVector<Value> at = gemv.weightIndices(o, l, r, col, d);
-          Value byte = arith::DivUIOp::create(o, l, d, idx(o, 2)), block = arith::DivUIOp::create(o, l, d, idx(o, 32));
+          Value byte = arith::DivUIOp::create(o, l, d, idx(o, 2));
           Value word = vector::LoadOp::create(o, l, VectorType::get({4}, o.getI8Type()), m.weight,
                                               ValueRange{at[0], col, byte}, /*nontemporal=*/false, llvm::MaybeAlign(4));
-          Value scaleByte = memref::LoadOp::create(o, l, m.scales, ValueRange{at[0], col, block});
-          Value scale = lowering::packedScaleValue(o, l, arith::ExtUIOp::create(o, l, o.getI32Type(), scaleByte),
-                                                   /*e4m3Scale=*/false);
-          return decodePackedWord(o, l, word, scale, /*fp8=*/false);
+          return decodePackedWord(o, l, word, m.scaleAt(o, l, at[0], col, d), /*fp8=*/false);
         };
         if (activationsReadable(m.input)) {
           gemv.packed.activations = m.input;

@@ -144,8 +144,8 @@ bool isGroupedRowsTimesTransposed(linalg::GenericOp g) {
 /// kernel computes the consumer's element where it stores C's, from the
 /// sum in its registers, at the consumer's place: a launch less.
 /// With `fp8` (a weight bound packed), every kernel decodes W's codes: the
-/// tiled one each element as it is staged, the warp one a 32-bit word of
-/// four codes a load when each row's bytes keep words aligned.
+/// tiled one each element as it is staged, the warp one eight codes a 64-bit
+/// load when each row's bytes and a block's columns are multiples of 8.
 void rewriteProduct(linalg::GenericOp g, bool grouped, ProductChoice choice, bool batchInvariant, TileMath math,
                     bool cpAsync, bool bf16Copies, linalg::GenericOp consumer,
                     std::optional<PackedFp8> fp8 = std::nullopt) {

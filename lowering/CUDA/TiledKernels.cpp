@@ -1017,40 +1017,34 @@ void buildWarpGemv(OpBuilder &b, Location loc, const WarpGemv &g) {
                                    });
     return tail.getResult(0);
   };
+  // Several depths a load where the buffers' bases are aligned to it (every
+  // buffer the runtime allocates is; the caller makes sure each row's bytes
+  // are a multiple of a load's; the check costs one branch a warp), else a
+  // depth a load.
+  auto alignedTo = [&](Value buffer, int64_t bytes) -> Value {
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(t, loc, buffer);
+    return arith::CmpIOp::create(t, loc, arith::CmpIPredicate::eq,
+                                 arith::RemUIOp::create(t, loc, base, arith::ConstantIndexOp::create(t, loc, bytes)),
+                                 arith::ConstantIndexOp::create(t, loc, 0));
+  };
+  auto wideWhen = [&](Value aligned, int64_t width, bool vectorA) {
+    auto choose = scf::IfOp::create(t, loc, TypeRange{t.getF32Type()}, aligned, /*withElse=*/true);
+    OpBuilder wide = choose.getThenBodyBuilder(), singles = choose.getElseBodyBuilder();
+    scf::YieldOp::create(wide, loc, laneSum(wide, width, vectorA));
+    scf::YieldOp::create(singles, loc, laneSum(singles, 1));
+    return choose.getResult(0);
+  };
   Value laneTotal;
   if (g.packed.codes) {
-    // Words of codes when the codes' base is aligned to a load (every
-    // buffer the runtime allocates is; the caller makes sure each row's
-    // bytes are a multiple of a load's) and, where the activations are read
-    // 16 bytes a load, so is their base (their layout's offset and strides
-    // are, activationsReadable); else a depth a load.
-    auto alignedTo = [&](Value buffer, int64_t bytes) -> Value {
-      Value base = memref::ExtractAlignedPointerAsIndexOp::create(t, loc, buffer);
-      return arith::CmpIOp::create(t, loc, arith::CmpIPredicate::eq,
-                                   arith::RemUIOp::create(t, loc, base, arith::ConstantIndexOp::create(t, loc, bytes)),
-                                   arith::ConstantIndexOp::create(t, loc, 0));
-    };
+    // Words of codes; where the activations are read 16 bytes a load, their
+    // base too (their layout's offset and strides are, activationsReadable).
     Value aligned = alignedTo(g.packed.codes, g.packed.bytes);
     if (g.packed.activations)
       aligned = arith::AndIOp::create(t, loc, aligned, alignedTo(g.packed.activations, 16));
-    auto choose = scf::IfOp::create(t, loc, TypeRange{t.getF32Type()}, aligned, /*withElse=*/true);
-    OpBuilder words = choose.getThenBodyBuilder(), singles = choose.getElseBodyBuilder();
-    scf::YieldOp::create(words, loc, laneSum(words, g.packed.depths, bool(g.packed.activations)));
-    scf::YieldOp::create(singles, loc, laneSum(singles, 1));
-    laneTotal = choose.getResult(0);
+    laneTotal = wideWhen(aligned, g.packed.depths, bool(g.packed.activations));
   } else if (g.pairedWeight) {
-    // Pairs when the weight's base is 4-byte aligned (every buffer the
-    // runtime allocates is; the check costs one branch a warp).
-    Value base = memref::ExtractAlignedPointerAsIndexOp::create(t, loc, g.pairedWeight);
-    Value aligned = arith::CmpIOp::create(
-        t, loc, arith::CmpIPredicate::eq,
-        arith::RemUIOp::create(t, loc, base, arith::ConstantIndexOp::create(t, loc, 4)),
-        arith::ConstantIndexOp::create(t, loc, 0));
-    auto choose = scf::IfOp::create(t, loc, TypeRange{t.getF32Type()}, aligned, /*withElse=*/true);
-    OpBuilder pairs = choose.getThenBodyBuilder(), singles = choose.getElseBodyBuilder();
-    scf::YieldOp::create(pairs, loc, laneSum(pairs, 2));
-    scf::YieldOp::create(singles, loc, laneSum(singles, 1));
-    laneTotal = choose.getResult(0);
+    // Pairs of 16-bit elements, a 32-bit load.
+    laneTotal = wideWhen(alignedTo(g.pairedWeight, 4), 2, /*vectorA=*/false);
   } else {
     laneTotal = laneSum(t, 1);
   }
