@@ -89,3 +89,45 @@ func.func @float_codes(%x: memref<?x64xf32>, %codes: memref<40x64xbf16>, %scales
   }
   return
 }
+
+// -----
+
+#e2 = affine_map<(t, o) -> (t, o)>
+// Not a product: two loops, no depth to sum over.
+func.func @not_a_product(%x: memref<?x40xf32>, %codes: memref<?x40xi8>, %y: memref<?x40xf32>) {
+  // expected-error @below {{dsf.packed_fp8: expected a product on buffers: C[t, o] += A[t, d] * W[o, d]}}
+  linalg.generic {indexing_maps = [#e2, #e2, #e2], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %codes : memref<?x40xf32>, memref<?x40xi8>) outs(%y : memref<?x40xf32>)
+      attrs = {dsf.packed_fp8 = array<i64: 32, 32>} {
+  ^bb0(%a: f32, %c: i8, %acc: f32):
+    %ci = arith.extui %c : i8 to i32
+    %v = arith.uitofp %ci : i32 to f32
+    %p = arith.mulf %a, %v : f32
+    linalg.yield %p : f32
+  }
+  return
+}
+
+// -----
+
+#fa = affine_map<(t, o, d) -> (t, d)>
+#fwt = affine_map<(t, o, d) -> (d, o)>
+#fc = affine_map<(t, o, d) -> (t, o)>
+// W read transposed, W[d, o]: not the rows of codes the kernels read.
+func.func @transposed_codes(%x: memref<?x64xf32>, %codes: memref<64x40xi8>, %scales: memref<2x2xi8>,
+                            %y: memref<?x40xf32>) {
+  // expected-error @below {{dsf.packed_fp8: expected the indexing of C[t, o] += A[t, d] * W[o, d]}}
+  linalg.generic {indexing_maps = [#fa, #fwt, #fc], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %codes : memref<?x64xf32>, memref<64x40xi8>) outs(%y : memref<?x40xf32>)
+      attrs = {dsf.packed_fp8 = array<i64: 32, 32>} {
+  ^bb0(%a: f32, %c: i8, %acc: f32):
+    %c0 = arith.constant 0 : index
+    %s = memref.load %scales[%c0, %c0] : memref<2x2xi8>
+    %si = arith.extui %s : i8 to i32
+    %v = arith.uitofp %si : i32 to f32
+    %p = arith.mulf %a, %v : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  }
+  return
+}
