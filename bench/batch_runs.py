@@ -43,6 +43,28 @@ def ceilings(gpu):
     return dict(h200, source=f"the H200's (BENCHMARKS.md): no ceilings known for {gpu or 'this card'}")
 
 
+# Bytes an element of each dtype an artifact's manifest binds weights in:
+# --weight-storage=released binds FP8 codes (e4m3), their UE8M0 scales, and
+# MXFP4 codes two a byte (e2m1x2, the shape counting bytes).
+BOUND_BYTES = {"f32": 4, "bf16": 2, "i32": 4, "e4m3": 1, "ue8m0": 1, "e2m1x2": 1}
+PACKED_DTYPES = ("e4m3", "ue8m0", "e2m1x2")
+
+
+def bound_size(weight):
+    """(bytes, weight elements) of one manifest weight as the artifact binds it: a packed weight's scales are
+    bytes it reads but no elements, its MXFP4 codes two elements a byte."""
+    n = 1
+    for d in weight["shape"]:
+        n *= d
+    elements = {"ue8m0": 0, "e2m1x2": 2 * n}.get(weight["dtype"], n)
+    return BOUND_BYTES[weight["dtype"]] * n, elements
+
+
+def owner_of(weight, weights_by_name):
+    """The weight a packed weight's scales (NAME.scale) belong to, or the weight itself."""
+    return weights_by_name.get(weight["name"].removesuffix(".scale"), weight)
+
+
 def run_dsf(dsf_run, artifact, weights, ids_path, extra, environment=None, timeout=900):
     """dsf-run ARTIFACT on the prompt in `ids_path` with --timing and `extra`; (stderr, stdout), or an error with the
     command and the end of its stderr. Modules load eagerly, so that no step pays for a kernel's first load."""

@@ -57,7 +57,8 @@ while i < len(args):
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(root, "tools", "scripts"))
 import dsfa_tool  # noqa: E402
-from batch_runs import Report, batch_steps, ceilings, gpu_name, profile_by_op, run_dsf  # noqa: E402
+from batch_runs import (Report, batch_steps, bound_size, ceilings, gpu_name, owner_of, profile_by_op,  # noqa: E402
+                        run_dsf)
 
 work = "/tmp/dsf-batch-bench"
 os.makedirs(work, exist_ok=True)
@@ -130,41 +131,43 @@ if shaped:
     say()
     say(f"Random weights in the released formats, written in {time.perf_counter() - t0:.0f} s.")
     say()
-    ELEMENT_BYTES = {"f32": 4, "bf16": 2, "i32": 4}
-    step = next(e for e in manifest["entry_points"] if e["name"] == "batch_decode")
+    def step_weights(artifact_manifest):
+        return next(e for e in artifact_manifest["entry_points"] if e["name"] == "batch_decode")["weights"]
 
-    def touched(batch):
-        """Weight bytes a step of `batch` tokens reads (each weight once), and the elements a token
-        multiplies with."""
+    def touched(batch, weights_bound=step_weights(manifest)):
+        """Weight bytes a step of `batch` tokens reads (each weight once, as the artifact binds it), and the
+        elements a token multiplies with."""
+        by_name = {w["name"]: w for w in weights_bound}
         total = active = 0
-        for w in step["weights"]:
-            n = int(np.prod(w["shape"]))
+        for w in weights_bound:
+            nbytes, elements = bound_size(w)
             if w["name"] == "embed.weight":
-                rows = min(batch, w["shape"][0])
-                total += ELEMENT_BYTES[w["dtype"]] * rows * w["shape"][-1]
+                total += nbytes * min(batch, w["shape"][0]) // w["shape"][0]
                 continue
-            if "expert_names" in w:
+            if "expert_names" in owner_of(w, by_name):
                 experts = w["shape"][0]
                 used = 6 if batch == 1 else experts   # top-6 of 8: two tokens pick every expert almost surely
-                total += ELEMENT_BYTES[w["dtype"]] * n * used // experts
-                active += n * 6 // experts
+                total += nbytes * used // experts
+                active += elements * 6 // experts
                 continue
-            total += ELEMENT_BYTES[w["dtype"]] * n
+            total += nbytes
             if len(w["shape"]) >= 2:
-                active += n
+                active += elements
         return total, active
 
-    def kv_read(n):
-        """f32 cache bytes one sequence's decode token reads at `n` positions (bench/gpu_v41_real_size.py)."""
+    def kv_read(n, f32=True):
+        """Cache bytes one sequence's decode token reads at `n` positions (bench/gpu_v41_real_size.py): f32
+        entries, or the released formats' (FP4 index keys 68 B, FP8 + bf16 rope entries 288 B, the window's
+        528 B)."""
         total = 0
         for layer in range(40):
             ratio = 0 if layer < 2 else (2 if layer < 20 else 1)
             if ratio:
                 entries = n // ratio
                 if layer in (2, 8, 14, 20, 24, 28, 32, 36):
-                    total += entries * 128 * 4
-                total += min(512, entries) * 512 * 4
-            total += 128 * 512 * 4
+                    total += entries * (128 * 4 if f32 else 68)
+                total += min(512, entries) * (512 * 4 if f32 else 288)
+            total += 128 * (512 * 4 if f32 else 528)
         return total
 
     ids = list(rng.integers(0, manifest["vocab_size"], context))
@@ -177,32 +180,38 @@ if shaped:
     say(f"- @batch_decode: {len(generated)} sequences' tokens printed; the batch-of-1 sequence's tokens "
         f"{'equal' if generated[0] == generated[1] else 'differ from'} the first sequence of the batch of 8")
     say()
-    say("| batch | step ms | ms a token | tokens/s | against @decode | byte floor | x floor | f32 SIMT floor | x floor "
-        "| bf16 tensor floor | first step ms (capture) |")
-    say("|---|---|---|---|---|---|---|---|---|---|---|")
+    say("| batch | step ms | ms a token | tokens/s | against @decode | byte floor | x floor "
+        "| floor, released-format caches | x floor | f32 SIMT floor | x floor | bf16 tensor floor | first step ms (capture) |")
+    say("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for batch, (ms, first, _, replays) in sorted(steps.items()):
         weight_bytes, active = touched(batch)
         byte_floor = (weight_bytes + batch * kv_read(context)) / HBM * 1e3
+        packed_floor = (weight_bytes + batch * kv_read(context, f32=False)) / HBM * 1e3
         simt = 2 * active * batch / SIMT * 1e3
         tensor = 2 * active * batch / TENSOR * 1e3
         say(f"| {batch} | {ms:.2f} | {ms / batch:.3f} | {1e3 * batch / ms:.0f} | x{anchor / (ms / batch):.2f} "
-            f"| {byte_floor:.2f} ms | x{ms / byte_floor:.2f} | {simt:.2f} ms | x{ms / max(simt, byte_floor):.2f} "
-            f"| {tensor:.2f} ms | {first:.1f} |")
+            f"| {byte_floor:.2f} ms | x{ms / byte_floor:.2f} | {packed_floor:.2f} ms | x{ms / packed_floor:.2f} "
+            f"| {simt:.2f} ms | x{ms / max(simt, byte_floor):.2f} | {tensor:.2f} ms | {first:.1f} |")
     say()
-    say("x floor against the f32 SIMT floor: the step over the larger of the byte and the f32 arithmetic floor. "
-        "against @decode: the anchor's ms a token over the batch's.")
+    say("byte floor: (the weights a step touches as this artifact binds them + each sequence's cache reads, f32) "
+        "over the HBM ceiling; floor, released-format caches: the same weights with the caches' reads counted "
+        "in the released formats. x floor against the f32 SIMT floor: the step over the larger of the byte and "
+        "the f32 arithmetic floor. against @decode: the anchor's ms a token over the batch's.")
     say()
     if shaped_anchor:
         # Another build of the same model (the one before a change), the same weights and prompt.
         err, _ = run(shaped_anchor, weights, ids, ["--max-new-tokens", "9", "--batch", "1,8,64"])
         before = batch_steps(err)
+        anchor_weights = step_weights(dsfa_tool.manifest(open(shaped_anchor, "rb").read()))
         say(f"Against {os.path.basename(shaped_anchor)} (the anchor build) in the same run:")
         say()
-        say("| batch | anchor step ms | this step ms | anchor / this |")
-        say("|---|---|---|---|")
+        say("| batch | anchor step ms | anchor's byte floor | anchor x its floor | this step ms | anchor / this |")
+        say("|---|---|---|---|---|---|")
         for batch in sorted(steps):
             if batch in before:
-                say(f"| {batch} | {before[batch][0]:.2f} | {steps[batch][0]:.2f} | x{before[batch][0] / steps[batch][0]:.2f} |")
+                floor = (touched(batch, anchor_weights)[0] + batch * kv_read(context)) / HBM * 1e3
+                say(f"| {batch} | {before[batch][0]:.2f} | {floor:.2f} ms | x{before[batch][0] / floor:.2f} "
+                    f"| {steps[batch][0]:.2f} | x{before[batch][0] / steps[batch][0]:.2f} |")
         say()
     for profile_batch in profile_batches:
         # Where a step's time goes: DSF_CUDA_PROFILE (each launch timed with events, so no graph) over the

@@ -34,11 +34,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools", "scripts"))
 import dsfa_tool  # noqa: E402
 import safetensors_io  # noqa: E402  (dsfa_tool puts test/reference on the path)
-from batch_runs import ceilings, gpu_name  # noqa: E402  (this script's folder is on the path)
+from batch_runs import bound_size, ceilings, gpu_name, owner_of  # noqa: E402  (this script's folder is on the path)
 
 WORK = "/tmp/dsf-v41-shaped"
 WEIGHTS = os.path.join(WORK, "weights.safetensors")
-ELEMENT_BYTES = {"f32": 4, "bf16": 2, "i32": 4}
 
 
 def bound_bytes(manifest):
@@ -46,16 +45,17 @@ def bound_bytes(manifest):
     embedding row, the top-6 of 8 experts)."""
     seen, total, touched = set(), 0, 0
     for entry in manifest["entry_points"]:
+        by_name = {w["name"]: w for w in entry["weights"]}
         for w in entry["weights"]:
             if w["name"] in seen:
                 continue
             seen.add(w["name"])
-            n = int(np.prod(w["shape"]))
-            total += ELEMENT_BYTES[w["dtype"]] * n
-            t = w["shape"][-1] if w["name"] == "embed.weight" else n
-            if "expert_names" in w:
+            nbytes, _ = bound_size(w)
+            total += nbytes
+            t = nbytes // w["shape"][0] if w["name"] == "embed.weight" else nbytes
+            if "expert_names" in owner_of(w, by_name):
                 t = t * 6 // w["shape"][0]
-            touched += ELEMENT_BYTES[w["dtype"]] * t
+            touched += t
     return total, touched
 
 
@@ -85,12 +85,16 @@ def product_weights(manifest):
     """By the tag of a product's kernels: (weight elements a token multiplies
     with, weight bytes a decode call reads); the routed experts' top-6 of 8."""
     out = {}
-    for w in next(e for e in manifest["entry_points"] if e["name"] == "decode")["weights"]:
-        elements = int(np.prod(w["shape"]))
-        if "expert_names" in w:
-            tags, elements = ["moe_experts"], elements * 6 // w["shape"][0]
+    weights = next(e for e in manifest["entry_points"] if e["name"] == "decode")["weights"]
+    by_name = {w["name"]: w for w in weights}
+    for w in weights:
+        nbytes, elements = bound_size(w)   # a packed weight's scales: bytes, no elements
+        owner = owner_of(w, by_name)
+        if "expert_names" in owner:
+            tags = ["moe_experts"]
+            nbytes, elements = nbytes * 6 // w["shape"][0], elements * 6 // w["shape"][0]
         else:
-            key = re.sub(r"\.weight$", "", re.sub(r"^layers\.\d+\.", "", w["name"])).replace(".", "_")
+            key = re.sub(r"\.weight$", "", re.sub(r"^layers\.\d+\.", "", owner["name"])).replace(".", "_")
             if key.startswith("ffn_shared_experts_"):
                 tags = ["ffn"]                       # one dsf.ffn op: its kernels carry no weight's name
             elif key == "ffn_gate":
@@ -99,7 +103,7 @@ def product_weights(manifest):
                 tags = ["linear_" + key, "grouped_linear_" + key]
         for tag in tags:
             e, b = out.get(tag, (0, 0))
-            out[tag] = (e + elements, b + elements * ELEMENT_BYTES[w["dtype"]])
+            out[tag] = (e + elements, b + nbytes)
     return out
 
 

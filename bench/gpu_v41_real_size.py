@@ -51,7 +51,7 @@ prefill_chunk = os.environ.get("DSF_BENCH_PREFILL_CHUNK")
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(root, "tools", "scripts"))
 import dsfa_tool  # noqa: E402
-from batch_runs import ceilings, gpu_name  # noqa: E402  (this script's folder is on the path)
+from batch_runs import PACKED_DTYPES, bound_size, ceilings, gpu_name, owner_of  # noqa: E402  (this script's folder is on the path)
 
 work = "/tmp/dsf-v41-shaped"
 os.makedirs(work, exist_ok=True)
@@ -76,20 +76,24 @@ del art
 
 # --- the byte floor of a decode step at batch 1 ---------------------------
 decode = next(e for e in manifest["entry_points"] if e["name"] == "decode")
-ELEMENT_BYTES = {"f32": 4, "bf16": 2, "i32": 4}
+decode_weights = {w["name"]: w for w in decode["weights"]}
 touched_f32 = touched_released = 0   # touched_f32: the bytes as the artifact binds them
 for w in decode["weights"]:
-    n = int(np.prod(w["shape"]))
+    nbytes, n = bound_size(w)
+    fraction = 1.0
     if w["name"] == "embed.weight":
-        n = w["shape"][-1]                      # one row a token
-    if "expert_names" in w:
-        n = n * 6 // w["shape"][0]              # top-6 of the experts
-        touched_released += n * 17 // 32        # MXFP4: 4 bits + a UE8M0 per 32
+        fraction = 1 / w["shape"][0]            # one row a token
+    elif "expert_names" in owner_of(w, decode_weights):
+        fraction = 6 / w["shape"][0]            # top-6 of the experts
+    touched_f32 += nbytes * fraction
+    if w["dtype"] in PACKED_DTYPES:             # bound as released (--weight-storage=released)
+        touched_released += nbytes * fraction
+    elif "expert_names" in w:
+        touched_released += n * fraction * 17 / 32      # MXFP4: 4 bits + a UE8M0 per 32
     elif len(w["shape"]) >= 2 and min(w["shape"][-2:]) >= 64:
-        touched_released += n + n // 1024       # FP8 + 32x32 UE8M0 blocks
+        touched_released += n * fraction * (1 + 1 / 1024)   # FP8 + 32x32 UE8M0 blocks
     else:
-        touched_released += 4 * n
-    touched_f32 += ELEMENT_BYTES[w["dtype"]] * n
+        touched_released += 4 * n * fraction
 
 
 def kv_read(context, f32):
@@ -156,30 +160,30 @@ def op_of(kernel):
 # The products' weights by the tag dsf-name-kernels gives their kernels:
 # "linear_attn_wq_b" -> the elements of every layers.N.attn.wq_b.weight.
 prefill_entry = next(e for e in manifest["entry_points"] if e["name"] == "prefill")
-weight_elements, expert_elements = {}, 0
-weight_bytes = {}   # bytes an element, as the artifact binds the weight
+weight_elements, expert_elements, expert_bytes = {}, 0, 0
+weight_bytes = {}   # bytes of every layer's weight (its scales included), as the artifact binds it
+prefill_weights = {w["name"]: w for w in prefill_entry["weights"]}
 for w in prefill_entry["weights"]:
-    n = int(np.prod(w["shape"]))
-    if "expert_names" in w:
+    nbytes, n = bound_size(w)
+    owner = owner_of(w, prefill_weights)
+    if "expert_names" in owner:
         expert_elements += n
-        weight_bytes["moe_experts"] = ELEMENT_BYTES[w["dtype"]]
+        expert_bytes += nbytes
         continue
-    key = re.sub(r"^layers\.\d+\.", "", w["name"])
+    key = re.sub(r"^layers\.\d+\.", "", owner["name"])
     key = re.sub(r"\.weight$", "", key).replace(".", "_")
     weight_elements[key] = weight_elements.get(key, 0) + n
-    weight_bytes[key] = ELEMENT_BYTES[w["dtype"]]
+    weight_bytes[key] = weight_bytes.get(key, 0) + nbytes
 
 
 def op_work(op, tokens):
     """(FLOPs, weight bytes) of one call of an op over all layers, or (0, 0)."""
     if op == "moe_experts":
-        elements = expert_elements * (6 if tokens == 1 else 8) // 8
-        return 2 * tokens * expert_elements * 6 // 8, weight_bytes["moe_experts"] * elements
+        return 2 * tokens * expert_elements * 6 // 8, expert_bytes * (6 if tokens == 1 else 8) // 8
     for prefix in ("linear_", "grouped_linear_"):
         if op.startswith(prefix) and op[len(prefix):] in weight_elements:
             key = op[len(prefix):]
-            elements = weight_elements[key]
-            return 2 * tokens * elements, weight_bytes[key] * elements
+            return 2 * tokens * weight_elements[key], weight_bytes[key]
     return 0, 0
 
 
@@ -244,8 +248,8 @@ for n, prefill_s, decode_s, _ in rows:
 say()
 bound = sorted({w["dtype"] for w in decode["weights"]})
 say(f"Weights touched a decode token: {touched_f32 / 1e9:.1f} GB as dsf binds them ({', '.join(bound)}), "
-    f"{touched_released / 1e9:.2f} GB in the released formats. Batch 8 and 64: not measured, "
-    f"dsf runs one sequence a step.")
+    f"{touched_released / 1e9:.2f} GB in the released formats. This is @decode, one sequence; batches of 8 "
+    f"and 64 (@batch_decode): bench/gpu_batch_decode.py --shaped.")
 say()
 say("## Prefill")
 say()

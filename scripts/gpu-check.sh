@@ -11,6 +11,8 @@
 #   scripts/gpu-check.sh prepare quick bf16   # those and the --tile-math=bf16 ones
 #   scripts/gpu-check.sh prepare split   # only the split attention's artifacts (the w128 and real-size
 #                                  # a512 models): its checks alone, in a few minutes of compiling
+#   scripts/gpu-check.sh prepare SET...   # the sets named, among core (= quick), full, bf16, split and
+#                                  # released (the tiny V4.1 in FP8 / MXFP4, --weight-storage=released)
 #   scripts/gpu-check.sh run       # on the GPU machine, from the repository root; a section whose
 #                                  # artifacts were not prepared prints "skipped" and what it lacks
 #
@@ -30,13 +32,22 @@ prepare)
   golden="${DSF_GOLDEN_DIR:-$root/../shared/golden}/v41-tiny"
   # Which sets of artifacts each mode prepares (empty: not).
   case "${*:2}" in
-    "") core=1 full=1 bf16=1 split=1 ;;
-    quick) core=1 full= bf16= split= ;;
-    "quick bf16") core=1 full= bf16=1 split=1 ;;
-    split) core= full= bf16= split=1 ;;
+    "") core=1 full=1 bf16=1 split=1 released=1 ;;
+    quick) core=1 full= bf16= split= released= ;;
+    "quick bf16") core=1 full= bf16=1 split=1 released= ;;
     *)
-      echo "scripts/gpu-check.sh prepare: unknown mode '${*:2}' (give nothing, quick, quick bf16 or split)" >&2
-      exit 2
+      # Or the sets by name (two prepares of disjoint sets can run side by
+      # side on two cores; each packs what build/gpu-run holds when it ends).
+      core= full= bf16= split= released=
+      for set in "${@:2}"; do
+        case "$set" in
+          core | full | bf16 | split | released) printf -v "$set" 1 ;;
+          *)
+            echo "scripts/gpu-check.sh prepare: unknown mode '$set' (give nothing, quick, quick bf16, or sets among core, full, bf16, split, released)" >&2
+            exit 2
+            ;;
+        esac
+      done
       ;;
   esac
   mkdir -p $G
@@ -159,6 +170,18 @@ prepare)
   mkdir -p build/tiny-64k
   python3 -c "import json; c = json.load(open('models/deepseek-v4.1-tiny/config.json')); c['max_position_embeddings'] = 65536; json.dump(c, open('build/tiny-64k/config.json', 'w'), indent=1)"
   build/bin/dsf-compile build/tiny-64k --target=cuda --no-batch-decode -o $G/cuda-64k.dsfa
+  fi
+  if [[ $released ]]; then
+  # --weight-storage=released: the tiny V4.1 with FP8 projections (E4M3,
+  # UE8M0 scales over 32 x 32 blocks) and MXFP4 experts, as V4.1-Flash ships
+  # them, its kernels decoding the codes as they read them; the declared
+  # build (the runtime decodes the same codes to bf16, exactly) and the CPU's
+  # f32 build on the same random weights in those formats.
+  mkdir -p build/tiny-fp4
+  python3 -c "import json; c = json.load(open('models/deepseek-v4.1-tiny/config.json')); c.update(torch_dtype='bfloat16', expert_dtype='fp4', quantization_config={'quant_method': 'fp8', 'fmt': 'e4m3', 'scale_fmt': 'ue8m0', 'weight_block_size': [32, 32]}); json.dump(c, open('build/tiny-fp4/config.json', 'w'), indent=1)"
+  build/bin/dsf-compile build/tiny-fp4 --target=cuda --tile-math=bf16 --weight-storage=released -o $G/fp4-released.dsfa
+  build/bin/dsf-compile build/tiny-fp4 --target=cuda --tile-math=bf16 -o $G/fp4-declared.dsfa
+  build/bin/dsf-compile build/tiny-fp4 --target=cpu -o $G/fp4-cpu.dsfa
   fi
   cp build/bin/dsf-run $G/
   cp "$golden/weights.safetensors" "$golden/io.safetensors" $G/
@@ -604,6 +627,37 @@ PY
     compute-sanitizer --tool memcheck --print-limit 5 $R $G/a512-split.dsfa --weights $OUT/a512.safetensors \
       --batch-prompts /tmp/a512short | tail -1
   fi
+  # --weight-storage=released (the FP8 projections' warp kernel converts
+  # eight codes a 64-bit load, the MXFP4 experts' two codes an f16x2 by a
+  # mask and shift; the tiles decode as they stage): against the declared
+  # build on the same codes, the same products added in another order,
+  # which bf16 tiles on a random-weight model carry through the layers (on
+  # an H100, 2026-12-07: 4.8e-2, every argmax), so 0.1 and 95 %; against
+  # the CPU's f32 to every bf16-tile build's 0.5 and 60 % (declared itself
+  # 0.225 from it); a batch of two (the tiles' decode); memcheck and
+  # racecheck on the released build's prefill and decode.
+  if have fp4-released.dsfa fp4-declared.dsfa fp4-cpu.dsfa; then
+    python3 tools/scripts/dsfa_tool.py random-weights-quantized $G/fp4-released.dsfa $OUT/fp4.safetensors --pool 65536
+    python3 -c "import random; random.seed(5); ids = [str(random.randrange(512)) for _ in range(40)]; open('/tmp/fp4pre', 'w').write(','.join(ids[:24])); open('/tmp/fp4rest', 'w').write(','.join(ids[24:])); open('/tmp/fp4prompts', 'w').write(','.join(ids[:24]) + ' +6\n' + ','.join(ids[24:]) + ' +6\n')"
+    for a in cpu declared released; do
+      $R $G/fp4-$a.dsfa --weights $OUT/fp4.safetensors --prompt-ids @/tmp/fp4pre --then-ids @/tmp/fp4rest --chunk 3 \
+        --dump-logits $OUT/fp4-$a.logits
+      $R $G/fp4-$a.dsfa --weights $OUT/fp4.safetensors --batch-prompts /tmp/fp4prompts --dump-logits $OUT/fp4-$a-batch.logits
+    done
+    $C $OUT/fp4-released.logits --against $OUT/fp4-declared.logits --max-rel 0.1 --min-argmax 95 || true
+    $C $OUT/fp4-released.logits --against $OUT/fp4-cpu.logits --max-rel 0.5 --min-argmax 60 || true
+    $C $OUT/fp4-declared.logits --against $OUT/fp4-cpu.logits --max-rel 0.5 --min-argmax 60 || true
+    fp4lens=(24 16)
+    for s in 0 1; do
+      common="--sequence $s --common-prefix --min-common $((fp4lens[s] + 1))"
+      $C $OUT/fp4-released-batch.logits $common --against $OUT/fp4-declared-batch.logits --max-rel 0.1 --min-argmax 95 || true
+      $C $OUT/fp4-released-batch.logits $common --against $OUT/fp4-cpu-batch.logits --max-rel 0.5 --min-argmax 60 || true
+    done
+    for tool in memcheck racecheck; do
+      compute-sanitizer --tool $tool --print-limit 5 $R $G/fp4-released.dsfa --weights $OUT/fp4.safetensors \
+        --prompt-ids @/tmp/fp4pre --then-ids @/tmp/fp4rest --chunk 3 | tail -1
+    done
+  fi
   if have cpu.dsfa cuda.dsfa cuda-invariant.dsfa; then
     if have v4cuda-batch-mma.dsfa cuda-batch-mma.dsfa; then
       compute-sanitizer --tool memcheck --print-limit 5 $R $G/cuda-batch-mma.dsfa --weights $G/weights.safetensors \
@@ -619,7 +673,9 @@ PY
       --cache-block 16 --max-new-tokens 2 | tail -2
   fi
   } 2>&1 | tee -a $log
-  ! grep -q "FAILED\|ERROR SUMMARY: [1-9]" $log
+  # memcheck ends on "ERROR SUMMARY: N errors", racecheck on "RACECHECK
+  # SUMMARY: N hazards displayed (N errors, N warnings)".
+  ! grep -q "FAILED\|ERROR SUMMARY: [1-9]\|RACECHECK SUMMARY: [1-9]" $log
   ;;
 *)
   echo "usage: scripts/gpu-check.sh prepare|run" >&2
