@@ -259,11 +259,27 @@ for n, prefill_s, _, _ in rows:
     say(f"| {n} | {prefill_s:.2f} | {n / prefill_s:.0f} |" if prefill_s else f"| {n} | did not finish | |")
 
 
+def chunked(n):
+    """Whether a prompt of n tokens runs in chunks (DSF_BENCH_PREFILL_CHUNK): then @prefill takes the first
+    chunk and @decode the others, so the profile's decode kernels are the later chunks' as well as the 2
+    decode calls', which a kernel's name does not tell apart."""
+    return bool(prefill_chunk) and n > int(prefill_chunk)
+
+
 for n, kernels in profiles.items():
     say()
-    say(f"## Where the time goes at context {n} (DSF_CUDA_PROFILE: prefill, then 2 decode calls)")
+    if chunked(n):
+        say(f"## Where the time goes at context {n} (DSF_CUDA_PROFILE: the prompt's first {prefill_chunk}-token chunk)")
+        say()
+        say(f"The prompt ran in chunks of {prefill_chunk} (DSF_BENCH_PREFILL_CHUNK): the table is @prefill's "
+            f"call over the first chunk; the later chunks ran through @decode with the decode calls, so this "
+            f"run has no table of a decode token's kernels (nor 5c's dsf column).")
+    else:
+        say(f"## Where the time goes at context {n} (DSF_CUDA_PROFILE: prefill, then 2 decode calls)")
     say()
     for phase, calls in (("prefill", 1), ("decode", 2)):
+        if phase == "decode" and chunked(n):
+            continue
         by_op = {}
         for name, shape, launches, us in kernels:
             p, op = op_of(name)
@@ -280,7 +296,7 @@ for n, kernels in profiles.items():
         say(f"| dsf op (all layers) | launches a call | ms a call | share | GFLOP a call | TFLOP/s (of {TENSOR / 1e12:.0f} bf16) "
             f"| weight GB a call | TB/s (of {HBM / 1e12:.2f}) | launch shapes |")
         say("|---|---|---|---|---|---|---|---|---|")
-        tokens = n if phase == "prefill" else 1
+        tokens = (min(n, int(prefill_chunk)) if prefill_chunk else n) if phase == "prefill" else 1
         for op, (launches, us, shapes) in sorted(by_op.items(), key=lambda kv: -kv[1][1])[:16]:
             flops, nbytes = op_work(op, tokens)
             sec = us / 1e6 / calls
@@ -362,7 +378,7 @@ if torch is not None and torch.cuda.is_available():
         ours = {}
         topk_us, topk_launches = 0.0, 0
         attn_us, attn_launches = 0.0, 0
-        for name, shape, launches, us in profiles.get(n, []):
+        for name, shape, launches, us in ([] if chunked(n) else profiles.get(n, [])):
             if name.startswith("decode_layer20__"):
                 op = op_of(name)[1]
                 ours[op] = ours.get(op, 0.0) + us / 2
