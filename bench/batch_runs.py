@@ -65,6 +65,26 @@ def owner_of(weight, weights_by_name):
     return weights_by_name.get(weight["name"].removesuffix(".scale"), weight)
 
 
+def kv_read(context, f32):
+    """Cache bytes one sequence's decode token reads at `context` positions on
+    the V4.1-Flash shape (bench/configs/deepseek-v4.1-shaped-8e: 40 layers,
+    ratio 2 before layer 20, indexers in the Full and Reindex layers): each
+    indexer scores every key of its source, each attention layer reads 512
+    selected entries (or all, when fewer) and its 128-entry window. f32
+    entries, or the released formats' (FP4 index keys 68 B, FP8 + bf16 rope
+    entries 288 B, the window's 528 B)."""
+    total = 0
+    for layer in range(40):
+        ratio = 0 if layer < 2 else (2 if layer < 20 else 1)
+        if ratio:
+            entries = context // ratio
+            if layer in (2, 8, 14, 20, 24, 28, 32, 36):
+                total += entries * (128 * 4 if f32 else 68)
+            total += min(512, entries) * (512 * 4 if f32 else 288)
+        total += 128 * (512 * 4 if f32 else 528)
+    return total
+
+
 def run_dsf(dsf_run, artifact, weights, ids_path, extra, environment=None, timeout=900):
     """dsf-run ARTIFACT on the prompt in `ids_path` with --timing and `extra`; (stderr, stdout), or an error with the
     command and the end of its stderr. Modules load eagerly, so that no step pays for a kernel's first load."""

@@ -57,8 +57,8 @@ while i < len(args):
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(root, "tools", "scripts"))
 import dsfa_tool  # noqa: E402
-from batch_runs import (Report, batch_steps, bound_size, ceilings, gpu_name, owner_of, profile_by_op,  # noqa: E402
-                        run_dsf)
+from batch_runs import (Report, batch_steps, bound_size, ceilings, gpu_name, kv_read, owner_of,  # noqa: E402
+                        profile_by_op, run_dsf)
 
 work = "/tmp/dsf-batch-bench"
 os.makedirs(work, exist_ok=True)
@@ -155,21 +155,6 @@ if shaped:
                 active += elements
         return total, active
 
-    def kv_read(n, f32=True):
-        """Cache bytes one sequence's decode token reads at `n` positions (bench/gpu_v41_real_size.py): f32
-        entries, or the released formats' (FP4 index keys 68 B, FP8 + bf16 rope entries 288 B, the window's
-        528 B)."""
-        total = 0
-        for layer in range(40):
-            ratio = 0 if layer < 2 else (2 if layer < 20 else 1)
-            if ratio:
-                entries = n // ratio
-                if layer in (2, 8, 14, 20, 24, 28, 32, 36):
-                    total += entries * (128 * 4 if f32 else 68)
-                total += min(512, entries) * (512 * 4 if f32 else 288)
-            total += 128 * (512 * 4 if f32 else 528)
-        return total
-
     ids = list(rng.integers(0, manifest["vocab_size"], context))
     err, _ = run(shaped, weights, ids, ["--max-new-tokens", "9"])
     anchor = single_decode_ms(err)
@@ -185,7 +170,7 @@ if shaped:
     say("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for batch, (ms, first, _, replays) in sorted(steps.items()):
         weight_bytes, active = touched(batch)
-        byte_floor = (weight_bytes + batch * kv_read(context)) / HBM * 1e3
+        byte_floor = (weight_bytes + batch * kv_read(context, f32=True)) / HBM * 1e3
         packed_floor = (weight_bytes + batch * kv_read(context, f32=False)) / HBM * 1e3
         simt = 2 * active * batch / SIMT * 1e3
         tensor = 2 * active * batch / TENSOR * 1e3
@@ -209,7 +194,7 @@ if shaped:
         say("|---|---|---|---|---|---|")
         for batch in sorted(steps):
             if batch in before:
-                floor = (touched(batch, anchor_weights)[0] + batch * kv_read(context)) / HBM * 1e3
+                floor = (touched(batch, anchor_weights)[0] + batch * kv_read(context, f32=True)) / HBM * 1e3
                 say(f"| {batch} | {before[batch][0]:.2f} | {floor:.2f} ms | x{before[batch][0] / floor:.2f} "
                     f"| {steps[batch][0]:.2f} | x{before[batch][0] / steps[batch][0]:.2f} |")
         say()

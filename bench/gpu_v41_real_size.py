@@ -51,7 +51,7 @@ prefill_chunk = os.environ.get("DSF_BENCH_PREFILL_CHUNK")
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(root, "tools", "scripts"))
 import dsfa_tool  # noqa: E402
-from batch_runs import PACKED_DTYPES, bound_size, ceilings, gpu_name, owner_of  # noqa: E402  (this script's folder is on the path)
+from batch_runs import PACKED_DTYPES, bound_size, ceilings, gpu_name, kv_read, owner_of  # noqa: E402  (this script's folder is on the path)
 
 work = "/tmp/dsf-v41-shaped"
 os.makedirs(work, exist_ok=True)
@@ -94,22 +94,6 @@ for w in decode["weights"]:
         touched_released += n * fraction * (1 + 1 / 1024)   # FP8 + 32x32 UE8M0 blocks
     else:
         touched_released += 4 * n * fraction
-
-
-def kv_read(context, f32):
-    """Bytes a decode token reads from the caches at `context` positions:
-    each indexer scores every key of its source, each attention layer reads
-    512 selected entries (or all, when fewer) and its 128-entry window."""
-    total = 0
-    for layer in range(40):
-        ratio = 0 if layer < 2 else (2 if layer < 20 else 1)
-        if ratio:
-            entries = context // ratio
-            if layer in (2, 8, 14, 20, 24, 28, 32, 36):
-                total += entries * (128 * 4 if f32 else 68)
-            total += min(512, entries) * (512 * 4 if f32 else 288)
-        total += 128 * (512 * 4 if f32 else 528)
-    return total
 
 
 def run(ids, *extra, profile=None, timeout=None):
@@ -277,9 +261,7 @@ for n, kernels in profiles.items():
     else:
         say(f"## Where the time goes at context {n} (DSF_CUDA_PROFILE: prefill, then 2 decode calls)")
     say()
-    for phase, calls in (("prefill", 1), ("decode", 2)):
-        if phase == "decode" and chunked(n):
-            continue
+    for phase, calls in (("prefill", 1),) if chunked(n) else (("prefill", 1), ("decode", 2)):
         by_op = {}
         for name, shape, launches, us in kernels:
             p, op = op_of(name)
@@ -296,7 +278,7 @@ for n, kernels in profiles.items():
         say(f"| dsf op (all layers) | launches a call | ms a call | share | GFLOP a call | TFLOP/s (of {TENSOR / 1e12:.0f} bf16) "
             f"| weight GB a call | TB/s (of {HBM / 1e12:.2f}) | launch shapes |")
         say("|---|---|---|---|---|---|---|---|---|")
-        tokens = (min(n, int(prefill_chunk)) if prefill_chunk else n) if phase == "prefill" else 1
+        tokens = (int(prefill_chunk) if chunked(n) else n) if phase == "prefill" else 1
         for op, (launches, us, shapes) in sorted(by_op.items(), key=lambda kv: -kv[1][1])[:16]:
             flops, nbytes = op_work(op, tokens)
             sec = us / 1e6 / calls

@@ -178,7 +178,7 @@ prepare)
   # build (the runtime decodes the same codes to bf16, exactly) and the CPU's
   # f32 build on the same random weights in those formats.
   mkdir -p build/tiny-fp4
-  python3 -c "import json; c = json.load(open('models/deepseek-v4.1-tiny/config.json')); c.update(torch_dtype='bfloat16', expert_dtype='fp4', quantization_config={'quant_method': 'fp8', 'fmt': 'e4m3', 'scale_fmt': 'ue8m0', 'weight_block_size': [32, 32]}); json.dump(c, open('build/tiny-fp4/config.json', 'w'), indent=1)"
+  python3 test/runtime/Inputs/released_formats_config.py models/deepseek-v4.1-tiny/config.json build/tiny-fp4/config.json
   build/bin/dsf-compile build/tiny-fp4 --target=cuda --tile-math=bf16 --weight-storage=released -o $G/fp4-released.dsfa
   build/bin/dsf-compile build/tiny-fp4 --target=cuda --tile-math=bf16 -o $G/fp4-declared.dsfa
   build/bin/dsf-compile build/tiny-fp4 --target=cpu -o $G/fp4-cpu.dsfa
