@@ -198,20 +198,30 @@ if shaped:
                 say(f"| {batch} | {before[batch][0]:.2f} | {floor:.2f} ms | x{before[batch][0] / floor:.2f} "
                     f"| {steps[batch][0]:.2f} | x{before[batch][0] / steps[batch][0]:.2f} |")
         say()
+    def step_profile(artifact, batch, tag):
+        """Where a step's time goes: DSF_CUDA_PROFILE (each launch timed with events, so no graph) over the
+        batch's steps after the first, by dsf op: {op: (launches a step, ms a step)}."""
+        prof = os.path.join(work, f"profile-{tag}{batch}.md")
+        run(artifact, weights, ids, ["--max-new-tokens", "5", "--batch", str(batch)], {"DSF_CUDA_PROFILE": prof})
+        return profile_by_op(prof, 4)
+
     for profile_batch in profile_batches:
-        # Where a step's time goes: DSF_CUDA_PROFILE (each launch timed with events, so no graph) over the
-        # batch's steps, by dsf op.
-        prof = os.path.join(work, f"profile{profile_batch}.md")
-        run(shaped, weights, ids, ["--max-new-tokens", "5", "--batch", str(profile_batch)], {"DSF_CUDA_PROFILE": prof})
-        steps_run = 4
-        by_op = profile_by_op(prof, steps_run)
+        by_op = step_profile(shaped, profile_batch, "")
         total = sum(t[1] for t in by_op.values())
-        say(f"### A step of {profile_batch} sequences by dsf op (DSF_CUDA_PROFILE, {steps_run} steps, kernels launched "
-            f"one by one): {total:.1f} ms of kernel time a step")
+        # The anchor build's own profile beside it: which ops a change moved.
+        anchor_by_op = step_profile(shaped_anchor, profile_batch, "anchor-") if shaped_anchor else {}
+        anchor_total = sum(t[1] for t in anchor_by_op.values())
+        say(f"### A step of {profile_batch} sequences by dsf op (DSF_CUDA_PROFILE, 4 steps, kernels launched "
+            f"one by one): {total:.1f} ms of kernel time a step"
+            + (f"; the anchor build {anchor_total:.1f} ms" if shaped_anchor else ""))
         say()
-        say("| dsf op (all layers) | launches a step | ms a step | share |")
-        say("|---|---|---|---|")
+        say("| dsf op (all layers) | launches a step | ms a step | share |" + (" anchor ms | anchor / this |" if shaped_anchor else ""))
+        say("|---|---|---|---|" + ("---|---|" if shaped_anchor else ""))
         for op, (launches, ms) in sorted(by_op.items(), key=lambda kv: -kv[1][1])[:16]:
-            say(f"| {op} | {launches:.0f} | {ms:.2f} | {100 * ms / total:.1f} % |")
+            row = f"| {op} | {launches:.0f} | {ms:.2f} | {100 * ms / total:.1f} % |"
+            if shaped_anchor:
+                before = anchor_by_op.get(op, (0, 0.0))[1]
+                row += f" {before:.2f} | x{before / ms:.2f} |" if ms > 0 else f" {before:.2f} | |"
+            say(row)
         say()
 

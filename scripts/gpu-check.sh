@@ -182,6 +182,9 @@ prepare)
   build/bin/dsf-compile build/tiny-fp4 --target=cuda --tile-math=bf16 --weight-storage=released -o $G/fp4-released.dsfa
   build/bin/dsf-compile build/tiny-fp4 --target=cuda --tile-math=bf16 -o $G/fp4-declared.dsfa
   build/bin/dsf-compile build/tiny-fp4 --target=cpu -o $G/fp4-cpu.dsfa
+  # The f32 build (SIMT tiles, f32 attention): the packed kernels' decode
+  # against the CPU without bf16's roundings in between.
+  build/bin/dsf-compile build/tiny-fp4 --target=cuda --weight-storage=released -o $G/fp4-released-f32.dsfa
   fi
   cp build/bin/dsf-run $G/
   cp "$golden/weights.safetensors" "$golden/io.safetensors" $G/
@@ -627,41 +630,56 @@ PY
     compute-sanitizer --tool memcheck --print-limit 5 $R $G/a512-split.dsfa --weights $OUT/a512.safetensors \
       --batch-prompts /tmp/a512short | tail -1
   fi
-  # --weight-storage=released (the FP8 projections' warp kernel converts
-  # eight codes a 64-bit load, the MXFP4 experts' two codes an f16x2 by a
-  # mask and shift; the tiles decode as they stage): against the declared
-  # build on the same codes, the same products added in another order,
-  # which bf16 tiles on a random-weight model carry through the layers (on
-  # an H100, 2026-12-07: 4.8e-2, every argmax), so 0.1 and 95 %; against
-  # the CPU's f32 to every bf16-tile build's 0.5 and 60 % (declared itself
-  # 0.225 from it); a batch of two (the tiles' decode); memcheck and
-  # racecheck on the released build's prefill and decode.
-  if have fp4-released.dsfa fp4-declared.dsfa fp4-cpu.dsfa; then
+  # --weight-storage=released. Three builds on the same random weights in
+  # FP8 / MXFP4, and what each comparison can tell (on an H100, 2026-12-07,
+  # bench/results/gpu-released-weights.md):
+  # - The tiles copy the codes by cp.async and decode them in shared memory
+  #   to the bf16 values that the declared build stages: a 160-token prompt
+  #   in one call (every product of 160 rows on the tiles) gives the
+  #   declared build's logits bit for bit.
+  # - The f32 build (SIMT tiles, f32 attention, the same warp kernels'
+  #   decode) against the CPU's f32: 1.7e-4 and 40/40 on the prompt in
+  #   calls of 3 tokens, 1.3e-6 and 8.1e-4 on the batch's sequences, every
+  #   argmax; 3.1e-2 and 159/160 on the 160-token prompt, where the caches'
+  #   FP4 quantizers turn 1-ulp differences into other codes (the core
+  #   tiny V4.1's own 5.3e-2): 2e-3 and every argmax, 1e-2 on the batch's,
+  #   0.1 and two argmax misses on the long prompt.
+  # - The bf16 builds: on this random-weight model bf16 roundings grow
+  #   through the layers, the declared build itself 0.225 from the CPU on
+  #   the prompt, 0.59 on the long prompt and 0.64 (7/17) on the batch's
+  #   sequence 1; released against declared, the same products added in
+  #   another order by the warp kernels: 4.8e-2 (40/40) on the prompt, 7.2e-2
+  #   (29/29) and 0.112 (15/17) on the batch's sequences. Held to 0.1 and
+  #   95 % on the prompt, 0.25 and 85 % on the batch: a bound on the
+  #   kernels' order, not on the decode, which the two checks above hold.
+  # memcheck and racecheck on the released build's prefill in calls of 3
+  # (warp kernels) and of 160 tokens (the staged codes) and its decode.
+  if have fp4-released.dsfa fp4-declared.dsfa fp4-cpu.dsfa fp4-released-f32.dsfa; then
     python3 tools/scripts/dsfa_tool.py random-weights-quantized $G/fp4-released.dsfa $OUT/fp4.safetensors --pool 65536
     python3 -c "import random; random.seed(5); ids = [str(random.randrange(512)) for _ in range(40)]; open('/tmp/fp4pre', 'w').write(','.join(ids[:24])); open('/tmp/fp4rest', 'w').write(','.join(ids[24:])); open('/tmp/fp4prompts', 'w').write(','.join(ids[:24]) + ' +6\n' + ','.join(ids[24:]) + ' +6\n')"
-    for a in cpu declared released; do
+    python3 -c "import random; random.seed(7); open('/tmp/fp4long', 'w').write(','.join(str(random.randrange(512)) for _ in range(160)))"
+    for a in cpu declared released released-f32; do
       $R $G/fp4-$a.dsfa --weights $OUT/fp4.safetensors --prompt-ids @/tmp/fp4pre --then-ids @/tmp/fp4rest --chunk 3 \
         --dump-logits $OUT/fp4-$a.logits
       $R $G/fp4-$a.dsfa --weights $OUT/fp4.safetensors --batch-prompts /tmp/fp4prompts --dump-logits $OUT/fp4-$a-batch.logits
+      $R $G/fp4-$a.dsfa --weights $OUT/fp4.safetensors --prompt-ids @/tmp/fp4long --max-new-tokens 1 \
+        --dump-logits $OUT/fp4-$a-long.logits
     done
+    $C $OUT/fp4-released-long.logits --against $OUT/fp4-declared-long.logits --exact || true
+    $C $OUT/fp4-released-f32.logits --against $OUT/fp4-cpu.logits --max-rel 2e-3 --min-argmax 100 || true
+    $C $OUT/fp4-released-f32-long.logits --against $OUT/fp4-cpu-long.logits --max-rel 0.1 --min-argmax 100 --allow-misses 2 || true
     $C $OUT/fp4-released.logits --against $OUT/fp4-declared.logits --max-rel 0.1 --min-argmax 95 || true
-    $C $OUT/fp4-released.logits --against $OUT/fp4-cpu.logits --max-rel 0.5 --min-argmax 60 || true
-    $C $OUT/fp4-declared.logits --against $OUT/fp4-cpu.logits --max-rel 0.5 --min-argmax 60 || true
     fp4lens=(24 16)
     for s in 0 1; do
       common="--sequence $s --common-prefix --min-common $((fp4lens[s] + 1))"
-      $C $OUT/fp4-released-batch.logits $common --against $OUT/fp4-declared-batch.logits --max-rel 0.1 --min-argmax 95 || true
-      $C $OUT/fp4-released-batch.logits $common --against $OUT/fp4-cpu-batch.logits --max-rel 0.5 --min-argmax 60 || true
-      # The declared build's own distance from the CPU on the same sequence:
-      # on an H100 (2026-12-07, 9ebe1a5) the released build's sequence 1 (16
-      # tokens + 5) was 0.628 and 10/19 from the CPU and 0.112 and 15/17 from
-      # declared, over these bounds; whether declared's bf16 is as far (the
-      # model's roundings) or not (released's batch) is what this line tells.
-      $C $OUT/fp4-declared-batch.logits $common --against $OUT/fp4-cpu-batch.logits --max-rel 0.5 --min-argmax 60 || true
+      $C $OUT/fp4-released-f32-batch.logits $common --against $OUT/fp4-cpu-batch.logits --max-rel 1e-2 --min-argmax 100 || true
+      $C $OUT/fp4-released-batch.logits $common --against $OUT/fp4-declared-batch.logits --max-rel 0.25 --min-argmax 85 || true
     done
     for tool in memcheck racecheck; do
       compute-sanitizer --tool $tool --print-limit 5 $R $G/fp4-released.dsfa --weights $OUT/fp4.safetensors \
         --prompt-ids @/tmp/fp4pre --then-ids @/tmp/fp4rest --chunk 3 | tail -1
+      compute-sanitizer --tool $tool --print-limit 5 $R $G/fp4-released.dsfa --weights $OUT/fp4.safetensors \
+        --prompt-ids @/tmp/fp4long --max-new-tokens 2 | tail -1
     done
   fi
   if have cpu.dsfa cuda.dsfa cuda-invariant.dsfa; then

@@ -252,7 +252,10 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
       // The rows the tiles copy by cp.async: the input's own, or with
       // bf16-copies and bf16 math a bf16 copy of an f32 input, made once for
       // either tile (its column tiles each read half the bytes of it).
-      const bool staged = cpAsync && asyncStageable(m.input) && asyncStageable(m.weight);
+      // Packed MXFP4 codes are staged as codes (a stage's 32 depths are one
+      // block of scales), decoded in shared memory.
+      const bool staged = cpAsync && asyncStageable(m.input) &&
+                          (m.scales ? codesStageable(m.weight) : asyncStageable(m.weight));
       Value stagedInput = m.input, inputCopy;
       if (staged && bf16Copies && bf16CopyApplies(tileMath, m.input))
         stagedInput = inputCopy = bf16CopyOf(t, loc, m.input);
@@ -312,9 +315,14 @@ struct GpuGroupedExpertsPass : impl::GpuGroupedExpertsBase<GpuGroupedExpertsPass
                                 tokenSlot(o, toIndex(o, memref::LoadOp::create(o, l, perm, ValueRange{r})));
                             return m.down ? SmallVector<Value>{tok, s} : SmallVector<Value>{tok};
                           }};
-          gemm.stagedW = {m.weight, [expert](OpBuilder &, Location, Value col) {
-                            return SmallVector<Value>{*expert, col};
-                          }};
+          auto columnOf = [expert](OpBuilder &, Location, Value col) { return SmallVector<Value>{*expert, col}; };
+          if (m.scales)
+            gemm.stagedCodesW = {m.weight, columnOf, /*fp8=*/false,
+                                 [&, expert](OpBuilder &o, Location l, Value col, Value d0) {
+                                   return m.scaleAt(o, l, *expert, col, d0);
+                                 }};
+          else
+            gemm.stagedW = {m.weight, columnOf};
         }
         buildTiledGemm(t, loc, gemm);
       };

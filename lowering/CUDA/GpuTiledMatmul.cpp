@@ -178,6 +178,7 @@ void rewriteProduct(linalg::GenericOp g, bool grouped, ProductChoice choice, boo
   };
   p.pairedWeight = pairableWeight(W);
   p.weightIndices = weightAt;
+  std::function<Value(OpBuilder &, Location, Value col, Value d)> fp8Scale;
   if (fp8) {
     // W[col, d] = E4M3(code) x 2^(scale - 127), the scale of block
     // (col / rows, d / cols).
@@ -188,6 +189,7 @@ void rewriteProduct(linalg::GenericOp g, bool grouped, ProductChoice choice, boo
                                                      arith::DivUIOp::create(o, l, d, ci(s.blockCols))});
       return lowering::packedScaleValue(o, l, arith::ExtUIOp::create(o, l, o.getI32Type(), byte), /*e4m3Scale=*/false);
     };
+    fp8Scale = scaleAt;
     p.loadW = [W, scaleAt](OpBuilder &o, Location l, Value col, Value d) -> Value {
       Value code = arith::ExtUIOp::create(o, l, o.getI32Type(), memref::LoadOp::create(o, l, W, ValueRange{col, d}));
       return arith::MulFOp::create(o, l, lowering::e4m3Value(o, l, code), scaleAt(o, l, col, d));
@@ -226,7 +228,16 @@ void rewriteProduct(linalg::GenericOp g, bool grouped, ProductChoice choice, boo
       computeConsumerAt(o, l, consumer, at(r, col), C, sum);
   };
   p.math = math;
-  if (cpAsync && asyncStageable(A) && asyncStageable(W)) {
+  // Packed FP8 codes take the cp.async pipeline as codes (a stage of 32
+  // depths in one block of scales along the depth), decoded in shared
+  // memory: the same tiles and split depth as a bf16 weight, a quarter of
+  // its bytes copied. Each row's stage then has one scale.
+  const bool codesStaged = fp8 && !grouped && codesStageable(W) && fp8->blockCols % 32 == 0;
+  if (cpAsync && codesStaged && asyncStageable(A)) {
+    p.stagedA = {A, [](OpBuilder &, Location, Value r) { return SmallVector<Value>{r}; }};
+    p.stagedCodesW = {W, [](OpBuilder &, Location, Value col) { return SmallVector<Value>{col}; }, /*fp8=*/true,
+                      fp8Scale};
+  } else if (cpAsync && !fp8 && asyncStageable(A) && asyncStageable(W)) {
     // Rows of A at (t[, group]), of W at ([group,] col): contiguous along d.
     p.stagedA = {A, [grouped, group](OpBuilder &, Location, Value r) {
                    return grouped ? SmallVector<Value>{r, *group} : SmallVector<Value>{r};

@@ -327,6 +327,27 @@ MemRefType ringType(MLIRContext *ctx, int64_t rows, Type element) {
 
 int64_t ringBytes(int64_t rows, Type element) { return kStages * rows * kStageRow * elementBytes(element); }
 
+/// A stage's bytes of a row of packed codes (TiledGemm::stagedCodesW): 32
+/// depths, E4M3 one a byte, E2M1 two. The codes' ring has no padding: the
+/// decode's 8-byte (E4M3) or 4-byte (E2M1) reads of consecutive threads
+/// walk consecutive bytes of consecutive rows, a half-warp's (a warp's)
+/// reads covering the 32 banks once.
+int64_t codeStageBytes(bool fp8) { return fp8 ? kStageDepth : kStageDepth / 2; }
+MemRefType codesRingType(MLIRContext *ctx, int64_t rows, bool fp8) {
+  return MemRefType::get({kStages, rows, codeStageBytes(fp8)}, IntegerType::get(ctx, 8), MemRefLayoutAttrInterface{},
+                         gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+}
+int64_t codesRingBytes(int64_t rows, bool fp8) { return kStages * rows * codeStageBytes(fp8); }
+/// The stage the codes decode into: one slot of a bf16 ring, which the mma
+/// fragments read as a declared bf16 weight's. One is enough: a stage is
+/// decoded after the barrier that follows every warp's products of the
+/// stage before.
+MemRefType decodedStageType(MLIRContext *ctx, int64_t rows) {
+  return MemRefType::get({1, rows, kStageRow}, BFloat16Type::get(ctx), MemRefLayoutAttrInterface{},
+                         gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+}
+int64_t decodedStageBytes(int64_t rows) { return rows * kStageRow * 2; }
+
 /// Depths d and d + 1 of a staged row as one mma operand register: two
 /// bf16, d in the low half (an f32 row rounded to nearest even as it is
 /// read, as packBf16x2 rounds).
@@ -344,20 +365,20 @@ Value stagedPair(OpBuilder &o, Location l, Value ring, Value stage, Value row, V
 /// `stage`, the fragments (PTX's for m16n8k16 .bf16, see mmaStepBf16) read
 /// from the rows as stored: A (g, 2t..), (g + 8, 2t..), (g, 2t + 8..),
 /// (g + 8, 2t + 8..); B (n g, k 2t..), (n g, k 2t + 8..).
-SmallVector<Value> mmaStepStaged(OpBuilder &o, Location l, Value ringA, Value ringW, Value stage, int64_t k16,
-                                 const MmaTile &w, ValueRange acc) {
+SmallVector<Value> mmaStepStaged(OpBuilder &o, Location l, Value ringA, Value stageA, Value ringW, Value stageW,
+                                 int64_t k16, const MmaTile &w, ValueRange acc) {
   auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(o, l, v).getResult(); };
   auto add = [&](Value a, Value b) { return arith::AddIOp::create(o, l, a, b).getResult(); };
   Value d0 = add(arith::MulIOp::create(o, l, w.t, c(2)), c(k16)), d8 = add(d0, c(8));
   SmallVector<Value> b;
   for (int64_t j = 0; j < w.nTiles; ++j) {
     Value n = add(add(w.colBase, c(8 * j)), w.g);
-    b.push_back(stagedPair(o, l, ringW, stage, n, d0));
-    b.push_back(stagedPair(o, l, ringW, stage, n, d8));
+    b.push_back(stagedPair(o, l, ringW, stageW, n, d0));
+    b.push_back(stagedPair(o, l, ringW, stageW, n, d8));
   }
   return mmaBf16Tiles(o, l, w, b, [&](Value r, Value r8) {
-    return SmallVector<Value>{stagedPair(o, l, ringA, stage, r, d0), stagedPair(o, l, ringA, stage, r8, d0),
-                              stagedPair(o, l, ringA, stage, r, d8), stagedPair(o, l, ringA, stage, r8, d8)};
+    return SmallVector<Value>{stagedPair(o, l, ringA, stageA, r, d0), stagedPair(o, l, ringA, stageA, r8, d0),
+                              stagedPair(o, l, ringA, stageA, r, d8), stagedPair(o, l, ringA, stageA, r8, d8)};
   }, acc);
 }
 } // namespace
@@ -385,6 +406,14 @@ Value bf16CopyOf(OpBuilder &b, Location loc, Value buffer) {
     memref::StoreOp::create(o, l, arith::TruncFOp::create(o, l, o.getBF16Type(), v), copy, ivs);
   });
   return copy;
+}
+
+bool codesStageable(Value codes) {
+  auto type = llvm::dyn_cast<MemRefType>(codes.getType());
+  if (!type || !type.getLayout().isIdentity() || type.getRank() == 0 || !type.getElementType().isInteger(8))
+    return false;
+  int64_t bytes = type.getShape().back();
+  return !ShapedType::isDynamic(bytes) && bytes % kCopyBytes == 0;
 }
 
 bool asyncStageable(Value buffer) {
@@ -416,7 +445,12 @@ void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
   const bool pairs = g.math == TileMath::Bf16;
   // bf16 operands whose rows are stored contiguously: copied by cp.async
   // into a ring of stages (TiledGemm::stagedA).
-  const bool pipelined = pairs && g.stagedA.buffer && g.stagedW.buffer;
+  // A packed weight's codes (stagedCodesW) take the pipeline in place of
+  // stagedW's rows.
+  const bool codesW = bool(g.stagedCodesW.codes);
+  assert(!(codesW && g.stagedW.buffer) && "a weight is staged as rows or as codes, not both");
+  const bool pipelined = pairs && g.stagedA.buffer && (g.stagedW.buffer || codesW);
+  const bool fp8Codes = g.stagedCodesW.fp8;
   const int64_t tileRows = g.tile.rows, tileCols = g.tile.cols;
   const bool split = g.depthParts > 1;
   assert((!split || (pipelined && g.partDepth % kStageDepth == 0 && g.storePart)) &&
@@ -437,9 +471,14 @@ void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
   Value dynamicShared;
   if (pipelined) {
     elementA = llvm::cast<MemRefType>(g.stagedA.buffer.getType()).getElementType();
-    elementW = llvm::cast<MemRefType>(g.stagedW.buffer.getType()).getElementType();
-    dynamicShared = arith::ConstantIntOp::create(b, loc, b.getI32Type(),
-                                                 ringBytes(tileRows, elementA) + ringBytes(tileCols, elementW));
+    int64_t bytesW;
+    if (codesW) {
+      bytesW = codesRingBytes(tileCols, fp8Codes) + decodedStageBytes(tileCols);
+    } else {
+      elementW = llvm::cast<MemRefType>(g.stagedW.buffer.getType()).getElementType();
+      bytesW = ringBytes(tileCols, elementW);
+    }
+    dynamicShared = arith::ConstantIntOp::create(b, loc, b.getI32Type(), ringBytes(tileRows, elementA) + bytesW);
   }
   auto launch = gpu::LaunchOp::create(
       b, loc, g.gridX, g.gridY, g.gridZ ? g.gridZ : one, idx(kThreads), one, one, dynamicShared, nullptr,
@@ -649,36 +688,64 @@ void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
         o, loc, MemRefType::get({ShapedType::kDynamic}, o.getI8Type(), MemRefLayoutAttrInterface{},
                                 gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup)));
     Value ringA = memref::ViewOp::create(o, loc, ringType(ctx, tileRows, elementA), shared, c(o, 0), ValueRange{});
-    Value ringW = memref::ViewOp::create(o, loc, ringType(ctx, tileCols, elementW), shared,
-                                         c(o, ringBytes(tileRows, elementA)), ValueRange{});
+    Value ringW, decodedW;
+    if (codesW) {
+      ringW = memref::ViewOp::create(o, loc, codesRingType(ctx, tileCols, fp8Codes), shared,
+                                     c(o, ringBytes(tileRows, elementA)), ValueRange{});
+      decodedW = memref::ViewOp::create(o, loc, decodedStageType(ctx, tileCols), shared,
+                                        c(o, ringBytes(tileRows, elementA) + codesRingBytes(tileCols, fp8Codes)),
+                                        ValueRange{});
+    } else {
+      ringW = memref::ViewOp::create(o, loc, ringType(ctx, tileCols, elementW), shared,
+                                     c(o, ringBytes(tileRows, elementA)), ValueRange{});
+    }
     // A thread's chunks: their place in the slot, where their rows are,
     // whether the rows are in range.
     struct Chunk {
-      Value ring, row, depth;        // in the slot
+      Value ring, row, depth;        // in the slot, in elements
       Value buffer;
       SmallVector<Value> prefix;
       Value inRange;
       int64_t elements;
+      int64_t depthsPerElement;      // E2M1 codes: 2
+      Value active;                  // null: every thread has the chunk
     };
     SmallVector<Chunk> chunks;
-    auto addChunks = [&](const StagedRows &staged, Value ring, Type element, int64_t rows, Value first, Value last) {
-      const int64_t elements = kCopyBytes / elementBytes(element), perRow = kStageDepth / elements;
-      for (int64_t i = 0; i < rows * perRow / kThreads; ++i) {
+    // `perRow` chunks of `elements` a row of a stage.
+    auto addChunks = [&](Value buffer, const std::function<SmallVector<Value>(OpBuilder &, Location, Value)> &prefix,
+                         Value ring, int64_t elements, int64_t perRow, int64_t depthsPerElement, int64_t rows,
+                         Value first, Value last) {
+      // Fewer chunks than threads (a 64-column tile's codes): the first
+      // threads copy one each.
+      const int64_t total = rows * perRow;
+      assert((total < kThreads || total % kThreads == 0) && "whole chunks a thread");
+      for (int64_t i = 0; i < std::max<int64_t>(1, total / kThreads); ++i) {
         Value e = arith::AddIOp::create(o, loc, tid, c(o, i * kThreads));
         Chunk chunk;
+        if (total < kThreads)
+          chunk.active = lessThan(o, tid, c(o, total));
         chunk.ring = ring;
         chunk.row = arith::DivUIOp::create(o, loc, e, c(o, perRow));
         chunk.depth = arith::MulIOp::create(o, loc, arith::RemUIOp::create(o, loc, e, c(o, perRow)), c(o, elements));
         Value at = arith::AddIOp::create(o, loc, first, chunk.row);
         chunk.inRange = arith::CmpIOp::create(o, loc, arith::CmpIPredicate::ule, at, last);
-        chunk.buffer = staged.buffer;
-        chunk.prefix = staged.prefix(o, loc, arith::MinUIOp::create(o, loc, at, last));
+        chunk.buffer = buffer;
+        chunk.prefix = prefix(o, loc, arith::MinUIOp::create(o, loc, at, last));
         chunk.elements = elements;
+        chunk.depthsPerElement = depthsPerElement;
         chunks.push_back(std::move(chunk));
       }
     };
-    addChunks(g.stagedA, ringA, elementA, tileRows, row0, lastRow);
-    addChunks(g.stagedW, ringW, elementW, tileCols, col0, lastCol);
+    auto addRows = [&](const StagedRows &staged, Value ring, Type element, int64_t rows, Value first, Value last) {
+      const int64_t elements = kCopyBytes / elementBytes(element);
+      addChunks(staged.buffer, staged.prefix, ring, elements, kStageDepth / elements, 1, rows, first, last);
+    };
+    addRows(g.stagedA, ringA, elementA, tileRows, row0, lastRow);
+    if (codesW)
+      addChunks(g.stagedCodesW.codes, g.stagedCodesW.prefix, ringW, kCopyBytes, codeStageBytes(fp8Codes) / kCopyBytes,
+                fp8Codes ? 1 : 2, tileCols, col0, lastCol);
+    else
+      addRows(g.stagedW, ringW, elementW, tileCols, col0, lastCol);
     // Stage s holds depths [first + 32 s, +32) (first: the part's, or 0),
     // none at or past `end` (the part's, or K).
     Value first = split ? depthBegin : c(o, 0);
@@ -692,28 +759,87 @@ void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
       OpBuilder q = issue.getThenBodyBuilder();
       Value k0 = arith::AddIOp::create(q, loc, first, arith::MulIOp::create(q, loc, s, c(q, kStageDepth)));
       for (const Chunk &chunk : chunks) {
-        Value d = arith::AddIOp::create(q, loc, k0, chunk.depth);
+        // The chunk's first depth (a chunk lies wholly within the depths or
+        // past them: K is a multiple of its depths) and its element there.
+        Value d = arith::AddIOp::create(q, loc, k0,
+                                        chunk.depthsPerElement == 1
+                                            ? chunk.depth
+                                            : arith::MulIOp::create(q, loc, chunk.depth, c(q, chunk.depthsPerElement)));
         Value in = arith::AndIOp::create(q, loc, chunk.inRange, lessThan(q, d, depthEnd));
         Value sourceElements = arith::SelectOp::create(q, loc, in, c(q, chunk.elements), c(q, 0));
         SmallVector<Value> from = chunk.prefix;
-        from.push_back(arith::SelectOp::create(q, loc, in, d, c(q, 0)));
-        nvgpu::DeviceAsyncCopyOp::create(q, loc, chunk.ring, ValueRange{slot, chunk.row, chunk.depth}, chunk.buffer, from,
-                                         q.getIndexAttr(chunk.elements), sourceElements, q.getUnitAttr());
+        Value element = chunk.depthsPerElement == 1 ? d : arith::DivUIOp::create(q, loc, d, c(q, chunk.depthsPerElement));
+        from.push_back(arith::SelectOp::create(q, loc, in, element, c(q, 0)));
+        OpBuilder copy = q;
+        if (chunk.active)
+          copy = scf::IfOp::create(q, loc, TypeRange{}, chunk.active, /*withElse=*/false).getThenBodyBuilder();
+        nvgpu::DeviceAsyncCopyOp::create(copy, loc, chunk.ring, ValueRange{slot, chunk.row, chunk.depth}, chunk.buffer,
+                                         from, copy.getIndexAttr(chunk.elements), sourceElements, copy.getUnitAttr());
       }
       NVVM::CpAsyncCommitGroupOp::create(p, loc);
     };
     for (int64_t s = 0; s + 1 < kStages; ++s)
       copyStage(o, c(o, s), c(o, s));
+    // Packed codes: a thread decodes `decodeUnits` runs of 8 depths a stage,
+    // run u = tid + 256 i at row u / 4, depths 8 (u mod 4) of the stage
+    // (consecutive threads along a row), under its row's scale.
+    struct DecodeRun {
+      Value row, depth, column;  // column: the row's, clamped to the last
+    };
+    SmallVector<DecodeRun> decodeRuns;
+    constexpr int64_t kRun = 8, kRunsPerRow = kStageDepth / kRun;
+    if (codesW)
+      for (int64_t i = 0; i < tileCols * kRunsPerRow / kThreads; ++i) {
+        Value u = arith::AddIOp::create(o, loc, tid, c(o, i * kThreads));
+        DecodeRun run;
+        run.row = arith::DivUIOp::create(o, loc, u, c(o, kRunsPerRow));
+        run.depth = arith::MulIOp::create(o, loc, arith::RemUIOp::create(o, loc, u, c(o, kRunsPerRow)), c(o, kRun));
+        run.column = arith::MinUIOp::create(o, loc, arith::AddIOp::create(o, loc, col0, run.row), lastCol);
+        decodeRuns.push_back(run);
+      }
     auto loop = scf::ForOp::create(
         o, loc, c(o, 0), stages, c(o, 1), sums, [&](OpBuilder &p, Location l, Value s, ValueRange carried) {
+          // The stage's scales are read from global memory before the wait,
+          // so that their latency overlaps it.
+          SmallVector<Value> scales;
+          for (const DecodeRun &run : decodeRuns)
+            scales.push_back(g.stagedCodesW.scale(
+                p, l, run.column, arith::AddIOp::create(p, l, first, arith::MulIOp::create(p, l, s, c(p, kStageDepth)))));
           NVVM::CpAsyncWaitGroupOp::create(p, l, kStages - 2);
           gpu::BarrierOp::create(p, l);
           Value ahead = arith::AddIOp::create(p, l, s, c(p, kStages - 1));
           copyStage(p, ahead, arith::RemUIOp::create(p, l, ahead, c(p, kStages)));
           Value slot = arith::RemUIOp::create(p, l, s, c(p, kStages));
+          Value slotW = slot;
+          if (codesW) {
+            // The stage's codes to bf16 (exact: E4M3 or E2M1 times a power
+            // of two), each run one load of its codes and one 16-byte store;
+            // a barrier before any warp reads them.
+            const int64_t runBytes = fp8Codes ? kRun : kRun / 2;
+            for (auto [run, scale] : llvm::zip(decodeRuns, scales)) {
+              Value byte = fp8Codes ? run.depth : arith::DivUIOp::create(p, l, run.depth, c(p, 2)).getResult();
+              Value word = vector::LoadOp::create(p, l, VectorType::get({runBytes}, p.getI8Type()), ringW,
+                                                  ValueRange{slot, run.row, byte}, /*nontemporal=*/false,
+                                                  llvm::MaybeAlign(runBytes));
+              PackedRun decoded = decodePackedWord(p, l, word, scale, fp8Codes);
+              SmallVector<Value> weights;
+              for (Value v : decoded.values) {
+                if (decoded.unit != 1.0)
+                  v = arith::MulFOp::create(p, l, v,
+                                            arith::ConstantFloatOp::create(p, l, p.getF32Type(), APFloat(float(decoded.unit))));
+                weights.push_back(arith::MulFOp::create(p, l, v, decoded.scale));
+              }
+              Value f32s = vector::FromElementsOp::create(p, l, VectorType::get({kRun}, p.getF32Type()), weights);
+              Value bf16s = arith::TruncFOp::create(p, l, VectorType::get({kRun}, p.getBF16Type()), f32s);
+              vector::StoreOp::create(p, l, bf16s, decodedW, ValueRange{c(p, 0), run.row, run.depth},
+                                      /*nontemporal=*/false, llvm::MaybeAlign(16));
+            }
+            gpu::BarrierOp::create(p, l);
+            slotW = c(p, 0);
+          }
           SmallVector<Value> next(carried.begin(), carried.end());
           for (int64_t k16 = 0; k16 < kStageDepth; k16 += 16)
-            next = mmaStepStaged(p, l, ringA, ringW, slot, k16, warpTile, next);
+            next = mmaStepStaged(p, l, ringA, slot, codesW ? decodedW : ringW, slotW, k16, warpTile, next);
           scf::YieldOp::create(p, l, next);
         });
     // No copy is left pending into shared memory when the block ends.
@@ -1122,6 +1248,7 @@ TiledGemm tiledGemmOf(const Product &p, GemmTile tile, Value gridX, Value gridY)
   g.math = p.math;
   g.stagedA = p.stagedA;
   g.stagedW = p.stagedW;
+  g.stagedCodesW = p.stagedCodesW;
   return g;
 }
 
@@ -1205,7 +1332,8 @@ scf::IfOp buildProductKernels(OpBuilder &b, Location loc, const Product &p, cons
   }
   std::optional<std::pair<int64_t, int64_t>> split;
   Value splitRows;
-  if (choice.warpBelow && choice.splitMinRows > 0 && p.math == TileMath::Bf16 && p.stagedA.buffer && p.stagedW.buffer)
+  const bool staged = p.stagedA.buffer && (p.stagedW.buffer || p.stagedCodesW.codes);
+  if (choice.warpBelow && choice.splitMinRows > 0 && p.math == TileMath::Bf16 && staged)
     split = depthSplit(p.N, p.K, p.gridZ);
   if (split)
     // Fewer rows than a full tile, but enough that the warp kernel's
@@ -1217,7 +1345,7 @@ scf::IfOp buildProductKernels(OpBuilder &b, Location loc, const Product &p, cons
   // A tile branch's product: with bf16CopyOfA, A staged from the bf16 copy
   // made there, freed after the branch's kernels.
   auto tilesOf = [&](OpBuilder &o, function_ref<void(const Product &)> build) {
-    if (!p.bf16CopyOfA || !p.stagedA.buffer || !p.stagedW.buffer || !bf16CopyApplies(p.math, p.stagedA.buffer))
+    if (!p.bf16CopyOfA || !staged || !bf16CopyApplies(p.math, p.stagedA.buffer))
       return build(p);
     Product q = p;
     Value copy = bf16CopyOf(o, loc, p.stagedA.buffer);

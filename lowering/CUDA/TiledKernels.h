@@ -138,6 +138,31 @@ struct StagedRows {
 /// aligned.
 bool asyncStageable(Value buffer);
 
+/// A weight bound packed (weight-storage=released) whose rows of codes the
+/// tiled kernel may copy by cp.async: `codes` an identity-layout i8 buffer
+/// (codesStageable), depth d of column `col` in byte
+/// codes[prefix(col)..., d / (fp8 ? 1 : 2)] (E2M1: two depths a byte, low
+/// nibble first); `scale(col, d0)` the f32 scale of column col's depths
+/// [d0, d0 + 32), which lie in one block of scales (the caller makes sure:
+/// d0 is a multiple of 32, and so are the scales' blocks along the depth).
+/// The pipeline copies a stage's codes as they are stored (a quarter or an
+/// eighth of bf16's bytes), then each block decodes them once, eight depths
+/// a thread (decodePackedWord), into a bf16 stage that the mma fragments
+/// read as they read a bf16 weight: every weight is exact in bf16 (E4M3 or
+/// E2M1 times a power of two), so the sums are a declared bf16 weight's,
+/// bit for bit.
+struct StagedCodes {
+  Value codes;
+  std::function<SmallVector<Value>(OpBuilder &, Location, Value col)> prefix;
+  bool fp8 = true;
+  std::function<Value(OpBuilder &, Location, Value col, Value d0)> scale;
+};
+/// Whether `codes` can be staged as StagedCodes: an identity-layout i8
+/// memref whose last dimension (the bytes of a row) is static and a
+/// multiple of 16, so that every 16-byte copy of a row is aligned once the
+/// base is and lies wholly within or past the row's depths.
+bool codesStageable(Value codes);
+
 /// Whether tiles of `math` staging `a` by cp.async stage it from a bf16
 /// copy (bf16CopyOf) when asked: bf16 math over an f32 A.
 bool bf16CopyApplies(TileMath math, Value a);
@@ -180,6 +205,9 @@ struct TiledGemm {
   /// the rows as stored (f32 rounded to bf16 as it is read). The same mma
   /// sequence as the register-staged kernel: the same sums, bit for bit.
   StagedRows stagedA, stagedW;
+  /// In place of stagedW, a weight's packed codes (see StagedCodes): the
+  /// same pipeline, the codes decoded in shared memory once a stage.
+  StagedCodes stagedCodesW;
   /// Split depth (staged rows only): block y computes part y mod depthParts
   /// of the depth of the tile at y div depthParts (gridY counts both),
   /// depths [part partDepth, min(K, (part + 1) partDepth)), partDepth a
@@ -294,6 +322,7 @@ struct Product {
   std::function<void(OpBuilder &, Location, Value r, Value col, Value sum)> store;
   TileMath math = TileMath::F32;   // of the tiled kernel
   StagedRows stagedA, stagedW;     // of the tiled kernel (see TiledGemm)
+  StagedCodes stagedCodesW;        // of the tiled kernel, in place of stagedW
   /// With bf16 math and an f32 stagedA: the tiled and split-depth kernels
   /// stage A from a bf16 copy (bf16CopyOf) made in their branch.
   bool bf16CopyOfA = false;

@@ -330,8 +330,12 @@ func.func @swiglu(%experts: memref<?x2xi32>, %x: memref<?x64xf32>, %w3: memref<4
 // by one mask and shift of it (0x70007 << 9, sign 0x80008 << 12: E2M1
 // x 2^-14, exact),
 // adds the run's products and scales their sum once (2^14, then the
-// block's scale); the tiled kernels decode each depth as they stage it (no
-// cp.async: the bytes are not the tile's elements).
+// block's scale); the register-staged tiles decode each depth as they
+// stage it. With cp.async (ASYNC) the tiles copy a stage's codes as stored
+// (16 bytes a row: 32 depths, one block of scales; 64 copies, one each for
+// the first 64 threads) and decode them in shared memory, 8 depths a thread
+// (a 32-bit load of the ring, four masks and shifts, x 2^14 x the scale),
+// into a bf16 stage the mma fragments read.
 // CHECK-LABEL: func.func @project_packed
 // CHECK: gpu.launch
 // CHECK: memref.load %arg2
@@ -357,7 +361,22 @@ func.func @swiglu(%experts: memref<?x2xi32>, %x: memref<?x64xf32>, %w3: memref<4
 // CHECK: } else {
 // CHECK: memref.load %arg2[%{{.*}}, %{{.*}}, %{{.*}}] : memref<4x32x32xi8>
 // ASYNC-LABEL: func.func @project_packed
-// ASYNC-NOT: nvgpu.device_async_copy
+// ASYNC: %[[CODES:.*]] = memref.view %{{.*}}[%c30720][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<3x64x16xi8, #gpu.address_space<workgroup>>
+// ASYNC: %[[DECODED:.*]] = memref.view %{{.*}}[%c33792][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1x64x40xbf16, #gpu.address_space<workgroup>>
+// ASYNC: %[[ACTIVE:.*]] = arith.cmpi ult, %{{.*}}, %c64{{.*}} : index
+// ASYNC: %[[BYTE:.*]] = arith.divui %{{.*}}, %c2{{.*}} : index
+// ASYNC: %[[AT:.*]] = arith.select %{{.*}}, %[[BYTE]], %c0{{.*}} : index
+// ASYNC-NEXT: scf.if %[[ACTIVE]] {
+// ASYNC-NEXT: nvgpu.device_async_copy %arg2[%{{.*}}, %{{.*}}, %[[AT]]], %[[CODES]][%{{.*}}, %{{.*}}, %{{.*}}], 16, %{{.*}} {bypassL1} : memref<4x32x32xi8> to memref<3x64x16xi8, #gpu.address_space<workgroup>>
+// ASYNC: scf.for
+// ASYNC: memref.load %arg3[%{{.*}}, %{{.*}}, %{{.*}}] : memref<4x32x2xi8>
+// ASYNC: nvvm.cp.async.wait.group 1
+// ASYNC: vector.load %[[CODES]][%{{.*}}, %{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<3x64x16xi8, #gpu.address_space<workgroup>>, vector<4xi8>
+// ASYNC: arith.constant 1.638400e+04 : f32
+// ASYNC: arith.truncf %{{.*}} : vector<8xf32> to vector<8xbf16>
+// ASYNC: vector.store %{{.*}}, %[[DECODED]]
+// ASYNC-NEXT: gpu.barrier
+// ASYNC: nvvm.mma.sync
 // ASYNC: return
 #e = affine_map<(t, s, i, d) -> (t, s)>
 #x = affine_map<(t, s, i, d) -> (t, d)>

@@ -724,13 +724,19 @@ func.func @dynamic_depth(%x: memref<?x?xf32>, %w: memref<512x?xbf16>, %y: memref
 
 // An FP8 weight bound packed (weight-storage=released: E4M3 codes i8
 // [40, 64], a UE8M0 scale a 32 x 32 block, i8 [2, 2]; dsf.packed_fp8 marks
-// the product): the tiles decode each code as they stage it, its scale read
-// at (col / 32, d / 32); the warp kernel reads eight codes a 64-bit load (a
-// row's 64 bytes keep loads aligned once the base is), converts them two an
-// instruction to f16 (cvt.rn.f16x2.e4m3x2), takes their block's scale and
-// reads their activations 16 bytes a load; or reads one code a load when
-// the codes' base is not 8-byte aligned or the activations' not 16-byte.
-// The codes are not staged by cp.async (the tiles stage decoded values).
+// the product): the register-staged tiles decode each code as they stage
+// it, its scale read at (col / 32, d / 32); the warp kernel reads eight
+// codes a 64-bit load (a row's 64 bytes keep loads aligned once the base
+// is), converts them two an instruction to f16 (cvt.rn.f16x2.e4m3x2), takes
+// their block's scale and reads their activations 16 bytes a load; or reads
+// one code a load when the codes' base is not 8-byte aligned or the
+// activations' not 16-byte.
+// With cp.async (ASYNC) the tiles copy the codes as stored, 16 bytes a copy
+// (a 64-column tile's stage is 128 copies: the first 128 threads take one
+// each), into a ring of i8 stages beside A's; each stage's scales are read
+// before the wait, then every thread decodes 8 codes (one 8-byte load, four
+// conversions) times its row's scale into one bf16 stage, a barrier, and
+// the mma fragments read that stage as a bf16 weight's.
 // CHECK-LABEL: func.func @project_fp8
 // CHECK: gpu.launch
 // CHECK: memref.load %arg1[%{{.*}}, %{{.*}}] : memref<40x64xi8>
@@ -753,7 +759,24 @@ func.func @dynamic_depth(%x: memref<?x?xf32>, %w: memref<512x?xbf16>, %y: memref
 // CHECK: return
 // ANY-BLOCKS-LABEL: func.func @project_fp8
 // ASYNC-LABEL: func.func @project_fp8
-// ASYNC-NOT: nvgpu.device_async_copy
+// ASYNC: gpu.launch {{.*}} dynamic_shared_memory_size %c41984_i32
+// ASYNC: memref.view %{{.*}}[%c0{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<3x64x40xf32, #gpu.address_space<workgroup>>
+// ASYNC: %[[CODES:.*]] = memref.view %{{.*}}[%c30720][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<3x64x32xi8, #gpu.address_space<workgroup>>
+// ASYNC: %[[DECODED:.*]] = memref.view %{{.*}}[%c36864][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1x64x40xbf16, #gpu.address_space<workgroup>>
+// ASYNC: %[[ACTIVE:.*]] = arith.cmpi ult, %{{.*}}, %c128{{.*}} : index
+// ASYNC: scf.if %[[ACTIVE]] {
+// ASYNC-NEXT: nvgpu.device_async_copy %arg1[%{{.*}}, %{{.*}}], %[[CODES]][%{{.*}}, %{{.*}}, %{{.*}}], 16, %{{.*}} {bypassL1} : memref<40x64xi8> to memref<3x64x32xi8, #gpu.address_space<workgroup>>
+// ASYNC: scf.for
+// ASYNC: memref.load %arg2[%{{.*}}, %{{.*}}] : memref<2x2xi8>
+// ASYNC: nvvm.cp.async.wait.group 1
+// ASYNC-NEXT: gpu.barrier
+// ASYNC: vector.load %[[CODES]][%{{.*}}, %{{.*}}, %{{.*}}] {alignment = 8 : i64} : memref<3x64x32xi8, #gpu.address_space<workgroup>>, vector<8xi8>
+// ASYNC-COUNT-4: nvvm.convert.f8x2.to.f16x2
+// ASYNC: arith.truncf %{{.*}} : vector<8xf32> to vector<8xbf16>
+// ASYNC: vector.store %{{.*}}, %[[DECODED]][%c0{{.*}}, %{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<1x64x40xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// ASYNC-NEXT: gpu.barrier
+// ASYNC: vector.load %[[DECODED]][%c0{{.*}}, %{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<1x64x40xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
+// ASYNC: nvvm.mma.sync
 // ASYNC: return
 #fa = affine_map<(t, o, d) -> (t, d)>
 #fw = affine_map<(t, o, d) -> (o, d)>
