@@ -630,7 +630,8 @@ PY
     compute-sanitizer --tool memcheck --print-limit 5 $R $G/a512-split.dsfa --weights $OUT/a512.safetensors \
       --batch-prompts /tmp/a512short | tail -1
   fi
-  # --weight-storage=released. Three builds on the same random weights in
+  # --weight-storage=released. Four builds (the CPU's, bf16 declared and
+  # released, released with f32 tiles) on the same random weights in
   # FP8 / MXFP4, and what each comparison can tell (on an H100, 2026-12-07,
   # bench/results/gpu-released-weights.md):
   # - The tiles copy the codes by cp.async and decode them in shared memory

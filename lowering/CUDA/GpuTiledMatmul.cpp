@@ -178,18 +178,18 @@ void rewriteProduct(linalg::GenericOp g, bool grouped, ProductChoice choice, boo
   };
   p.pairedWeight = pairableWeight(W);
   p.weightIndices = weightAt;
-  std::function<Value(OpBuilder &, Location, Value col, Value d)> fp8Scale;
+  // FP8: W[col, d] = E4M3(code) x 2^(scale - 127), the scale of block
+  // (col / rows, d / cols); the element loads, the warp kernel's words and
+  // the staged codes' stages all read it.
+  std::function<Value(OpBuilder &, Location, Value col, Value d)> scaleAt;
   if (fp8) {
-    // W[col, d] = E4M3(code) x 2^(scale - 127), the scale of block
-    // (col / rows, d / cols).
-    auto scaleAt = [s = *fp8](OpBuilder &o, Location l, Value col, Value d) {
+    scaleAt = [s = *fp8](OpBuilder &o, Location l, Value col, Value d) {
       auto ci = [&](int64_t v) { return arith::ConstantIndexOp::create(o, l, v).getResult(); };
       Value byte = memref::LoadOp::create(o, l, s.scales,
                                           ValueRange{arith::DivUIOp::create(o, l, col, ci(s.blockRows)),
                                                      arith::DivUIOp::create(o, l, d, ci(s.blockCols))});
       return lowering::packedScaleValue(o, l, arith::ExtUIOp::create(o, l, o.getI32Type(), byte), /*e4m3Scale=*/false);
     };
-    fp8Scale = scaleAt;
     p.loadW = [W, scaleAt](OpBuilder &o, Location l, Value col, Value d) -> Value {
       Value code = arith::ExtUIOp::create(o, l, o.getI32Type(), memref::LoadOp::create(o, l, W, ValueRange{col, d}));
       return arith::MulFOp::create(o, l, lowering::e4m3Value(o, l, code), scaleAt(o, l, col, d));
@@ -236,7 +236,7 @@ void rewriteProduct(linalg::GenericOp g, bool grouped, ProductChoice choice, boo
   if (cpAsync && codesStaged && asyncStageable(A)) {
     p.stagedA = {A, [](OpBuilder &, Location, Value r) { return SmallVector<Value>{r}; }};
     p.stagedCodesW = {W, [](OpBuilder &, Location, Value col) { return SmallVector<Value>{col}; }, /*fp8=*/true,
-                      fp8Scale};
+                      scaleAt};
   } else if (cpAsync && !fp8 && asyncStageable(A) && asyncStageable(W)) {
     // Rows of A at (t[, group]), of W at ([group,] col): contiguous along d.
     p.stagedA = {A, [grouped, group](OpBuilder &, Location, Value r) {

@@ -780,7 +780,7 @@ void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
     };
     for (int64_t s = 0; s + 1 < kStages; ++s)
       copyStage(o, c(o, s), c(o, s));
-    // Packed codes: a thread decodes `decodeUnits` runs of 8 depths a stage,
+    // Packed codes: a thread decodes tileCols / 64 runs of 8 depths a stage,
     // run u = tid + 256 i at row u / 4, depths 8 (u mod 4) of the stage
     // (consecutive threads along a row), under its row's scale.
     struct DecodeRun {
@@ -823,6 +823,9 @@ void buildTiledGemm(OpBuilder &b, Location loc, const TiledGemm &g) {
                                                   llvm::MaybeAlign(runBytes));
               PackedRun decoded = decodePackedWord(p, l, word, scale, fp8Codes);
               SmallVector<Value> weights;
+              // E2M1's unit (2^14) multiplies each value rather than the
+              // scale: a scale from 2^114 times 2^14 would overflow f32,
+              // where each product stays exact.
               for (Value v : decoded.values) {
                 if (decoded.unit != 1.0)
                   v = arith::MulFOp::create(p, l, v,
