@@ -46,8 +46,9 @@ constexpr int64_t kDefaultAttentionSplitBelowBlocks = 16;
 /// [E, out, in / 32] (a UE8M0 byte a block of 32 along the depth). The
 /// manifest names both; the runtime hands the bytes over as they are.
 /// An FP8 weight (E4M3 with UE8M0 2-D block scales) that only projections
-/// (dsf.linear, dsf.ffn) read is bound the same way: NAME, i8 [out, in],
-/// and NAME.scale, i8 [ceil(out / rows), ceil(in / cols)]; the product's
+/// (dsf.linear, dsf.ffn; dsf.grouped_linear when each group's rows are
+/// whole blocks) read is bound the same way: NAME, i8 [out, in], and
+/// NAME.scale, i8 [ceil(out / rows), ceil(in / cols)]; the product's
 /// generic carries kPackedFp8Attr = [rows, cols].
 constexpr int64_t kMxfp4Block = 32;
 constexpr llvm::StringLiteral kPackedScaleSuffix = ".scale";

@@ -32,11 +32,13 @@ def DsfToLinalg : Pass<"dsf-to-linalg", "::mlir::ModuleOp"> {
     [E, out, in / 32]; the experts' products decode each element as they
     read it (the value the runtime would have widened, bit for bit), from
     4.25 bits an element instead of 16. So is a rank-2 weight in FP8 (E4M3,
-    UE8M0 scales over 2-D blocks) that only dsf.linear and dsf.ffn read:
-    NAME as i8 in the declared shape and NAME.scale as i8
+    UE8M0 scales over 2-D blocks) that only dsf.linear, dsf.ffn and
+    dsf.grouped_linear read (the last when each group's rows are whole
+    blocks of scales): NAME as i8 in the declared shape and NAME.scale as i8
     [ceil(out / rows), ceil(in / cols)]; its product's generic decodes each
     element and carries `dsf.packed_fp8 = [rows, cols]` (8.01 bits an
-    element for 32 x 32 blocks).
+    element for 32 x 32 blocks); a grouped product reads codes and scales
+    per group ([G, r, in] and [G, r / rows, ceil(in / cols)]).
 
     The indexer's top-k is exact either way: below `topk-threshold-from`
     entries each candidate is ranked against every other (O(entries^2) a
@@ -291,12 +293,17 @@ def GpuTiledMatmul : Pass<"dsf-gpu-tiled-matmul", "::mlir::ModuleOp"> {
     A product of an FP8 weight bound packed (dsf-to-linalg's
     weight-storage=released: a generic marked `dsf.packed_fp8 = [rows,
     cols]`, W its E4M3 codes i8 [N, K], its body reading the UE8M0 scales
-    i8 [ceil(N / rows), ceil(K / cols)]) takes the same kernels, decoding
-    each element from its code and its block's scale: the tiles as they
-    stage it (no cp.async), the warp kernel eight codes a 64-bit load,
-    converted two an instruction (cvt.rn.f16x2.e4m3x2), when K and `cols`
-    are multiples of 8 (a half of bf16's bytes). A marked generic of another
-    form is an error naming the mark.
+    i8 [ceil(N / rows), ceil(K / cols)]; or grouped, W i8 [G, N, K] and
+    the scales i8 [G, ceil(N / rows), ceil(K / cols)], a group a
+    blockIdx.z) takes the same kernels, decoding each element from its code
+    and its block's scale: with cp-async and bf16 math, when a row's bytes
+    are a multiple of 16 and `cols` of 32, the tiles copy a stage's codes
+    as stored and decode them once in shared memory (TiledGemm::
+    stagedCodesW; else they decode each element as they stage it); the warp
+    kernel reads eight codes a 64-bit load, converted two an instruction
+    (cvt.rn.f16x2.e4m3x2), when K and `cols` are multiples of 8 (a half of
+    bf16's bytes). A marked generic of another form is an error naming the
+    mark.
 
     With `batch-invariant`, the few-rows case keeps the generic (one thread
     per output) instead: it adds the products in the same order as the tiled

@@ -66,16 +66,20 @@ bool isRowsTimesTransposed(linalg::GenericOp g) {
 
 /// An FP8 weight bound packed (dsf-to-linalg's rowsTimesPackedFp8): the
 /// codes W, i8 [N, K], and the UE8M0 scales its body reads, i8
-/// [ceil(N / rows), ceil(K / cols)].
+/// [ceil(N / rows), ceil(K / cols)]; or per group (groupsTimesPackedFp8):
+/// W i8 [G, N, K], scales i8 [G, ceil(N / rows), ceil(K / cols)].
 struct PackedFp8 {
   Value scales;
   int64_t blockRows = 0, blockCols = 0;
+  bool grouped = false;
 };
 
-/// C[t, o] += A[t, d] * decode(W[o, d]) over d, a generic marked
+/// C[t, o] += A[t, d] * decode(W[o, d]) over d, or per group
+/// C[t, g, o] += A[t, g, d] * decode(W[g, o, d]), a generic marked
 /// dsf.packed_fp8 = [rows, cols]: its codes and scales, or a diagnostic
-/// naming what does not fit (the mark promises rowsTimesPackedFp8's form,
-/// which the kernels compute in their own code).
+/// naming what does not fit (the mark promises rowsTimesPackedFp8's or
+/// groupsTimesPackedFp8's form, which the kernels compute in their own
+/// code).
 FailureOr<PackedFp8> matchPackedFp8(linalg::GenericOp g) {
   auto blocks = g->getAttrOfType<DenseI64ArrayAttr>(kPackedFp8Attr);
   auto fail = [&](const Twine &why) {
@@ -84,15 +88,21 @@ FailureOr<PackedFp8> matchPackedFp8(linalg::GenericOp g) {
   };
   if (!blocks || blocks.size() != 2 || blocks[0] < 1 || blocks[1] < 1)
     return fail("expected [block rows, block columns], both >= 1");
-  if (!g.hasPureBufferSemantics() || g.getNumDpsInputs() != 2 || g.getNumDpsInits() != 1 || g.getNumLoops() != 3)
-    return fail("expected a product on buffers: C[t, o] += A[t, d] * W[o, d]");
+  if (!g.hasPureBufferSemantics() || g.getNumDpsInputs() != 2 || g.getNumDpsInits() != 1 ||
+      (g.getNumLoops() != 3 && g.getNumLoops() != 4))
+    return fail("expected a product on buffers: C[t, o] += A[t, d] * W[o, d] or C[t, g, o] += A[t, g, d] * W[g, o, d]");
   MLIRContext *ctx = g.getContext();
   auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
   SmallVector<AffineMap> maps = g.getIndexingMapsArray();
   auto it = g.getIteratorTypesArray();
-  if (maps[0] != AffineMap::get(3, 0, {d(0), d(2)}, ctx) || maps[1] != AffineMap::get(3, 0, {d(1), d(2)}, ctx) ||
-      maps[2] != AffineMap::get(3, 0, {d(0), d(1)}, ctx) || it[2] != utils::IteratorType::reduction)
+  const bool grouped = g.getNumLoops() == 4;
+  if (!grouped && (maps[0] != AffineMap::get(3, 0, {d(0), d(2)}, ctx) || maps[1] != AffineMap::get(3, 0, {d(1), d(2)}, ctx) ||
+                   maps[2] != AffineMap::get(3, 0, {d(0), d(1)}, ctx) || it[2] != utils::IteratorType::reduction))
     return fail("expected the indexing of C[t, o] += A[t, d] * W[o, d]");
+  if (grouped && (maps[0] != AffineMap::get(4, 0, {d(0), d(1), d(3)}, ctx) ||
+                  maps[1] != AffineMap::get(4, 0, {d(1), d(2), d(3)}, ctx) ||
+                  maps[2] != AffineMap::get(4, 0, {d(0), d(1), d(2)}, ctx) || it[3] != utils::IteratorType::reduction))
+    return fail("expected the indexing of C[t, g, o] += A[t, g, d] * W[g, o, d]");
   auto type = [](Value v) { return llvm::cast<MemRefType>(v.getType()); };
   Value A = g.getDpsInputs()[0], W = g.getDpsInputs()[1], C = g.getDpsInits()[0];
   if (!type(A).getElementType().isF32() || !type(C).getElementType().isF32() ||
@@ -103,18 +113,31 @@ FailureOr<PackedFp8> matchPackedFp8(linalg::GenericOp g) {
     if (!llvm::is_contained(read, load.getMemRef()))
       read.push_back(load.getMemRef());
   });
-  if (read.size() != 1 || type(read[0]).getRank() != 2 || !type(read[0]).getElementType().isInteger(8))
-    return fail("the body must read one i8 [rows, cols] buffer of UE8M0 scales");
-  PackedFp8 p{read[0], blocks[0], blocks[1]};
-  for (unsigned i = 0; i < 2; ++i) {
-    int64_t extent = type(W).getDimSize(i), scales = type(p.scales).getDimSize(i), block = blocks[i];
-    if (!ShapedType::isDynamic(extent) && !ShapedType::isDynamic(scales) && scales != int64_t(llvm::divideCeil(extent, block)))
-      return fail("codes " + std::to_string(type(W).getDimSize(0)) + "x" + std::to_string(type(W).getDimSize(1)) +
-                  " in blocks of " + std::to_string(blocks[0]) + "x" + std::to_string(blocks[1]) + " need " +
-                  std::to_string(llvm::divideCeil(type(W).getDimSize(0), blocks[0])) + "x" +
-                  std::to_string(llvm::divideCeil(type(W).getDimSize(1), blocks[1])) + " scales, not " +
-                  std::to_string(type(p.scales).getDimSize(0)) + "x" + std::to_string(type(p.scales).getDimSize(1)));
+  const int64_t rank = grouped ? 3 : 2;
+  if (read.size() != 1 || type(read[0]).getRank() != rank || !type(read[0]).getElementType().isInteger(8))
+    return fail(grouped ? "the body must read one i8 [groups, rows, cols] buffer of UE8M0 scales"
+                        : "the body must read one i8 [rows, cols] buffer of UE8M0 scales");
+  PackedFp8 p{read[0], blocks[0], blocks[1], grouped};
+  // Codes [[G,] N, K] in blocks of rows x cols need scales
+  // [[G,] ceil(N / rows), ceil(K / cols)] (a group's own when grouped).
+  auto text = [](ArrayRef<int64_t> dims) {
+    std::string t;
+    for (int64_t e : dims)
+      t += (t.empty() ? "" : "x") + (ShapedType::isDynamic(e) ? std::string("?") : std::to_string(e));
+    return t;
+  };
+  SmallVector<int64_t> needed(type(W).getShape());
+  bool mismatch = false;
+  for (int64_t i = 0; i < rank; ++i) {
+    int64_t block = i < rank - 2 ? 1 : blocks[i - (rank - 2)], scales = type(p.scales).getDimSize(i);
+    if (!ShapedType::isDynamic(needed[i]))
+      needed[i] = llvm::divideCeil(needed[i], block);
+    mismatch |= !ShapedType::isDynamic(needed[i]) && !ShapedType::isDynamic(scales) && scales != needed[i];
   }
+  if (mismatch)
+    return fail("codes " + text(type(W).getShape()) + " in blocks of " + std::to_string(blocks[0]) + "x" +
+                std::to_string(blocks[1]) + (grouped ? " per group" : "") + " need " + text(needed) + " scales, not " +
+                text(type(p.scales).getShape()));
   return p;
 }
 
@@ -143,9 +166,11 @@ bool isGroupedRowsTimesTransposed(linalg::GenericOp g) {
 /// an add into the residual, SwiGLU after its second projection), each
 /// kernel computes the consumer's element where it stores C's, from the
 /// sum in its registers, at the consumer's place: a launch less.
-/// With `fp8` (a weight bound packed), every kernel decodes W's codes: the
-/// tiled one each element as it is staged, the warp one eight codes a 64-bit
-/// load when each row's bytes and a block's columns are multiples of 8.
+/// With `fp8` (a weight bound packed, grouped or not), every kernel decodes
+/// W's codes: the tiled one a stage's codes at a time in shared memory
+/// once cp.async copied them (else each element as it is staged), the warp
+/// one eight codes a 64-bit load when each row's bytes and a block's
+/// columns are multiples of 8.
 void rewriteProduct(linalg::GenericOp g, bool grouped, ProductChoice choice, bool batchInvariant, TileMath math,
                     bool cpAsync, bool bf16Copies, linalg::GenericOp consumer,
                     std::optional<PackedFp8> fp8 = std::nullopt) {
@@ -183,15 +208,17 @@ void rewriteProduct(linalg::GenericOp g, bool grouped, ProductChoice choice, boo
   // the staged codes' stages all read it.
   std::function<Value(OpBuilder &, Location, Value col, Value d)> scaleAt;
   if (fp8) {
-    scaleAt = [s = *fp8](OpBuilder &o, Location l, Value col, Value d) {
+    scaleAt = [s = *fp8, group](OpBuilder &o, Location l, Value col, Value d) {
       auto ci = [&](int64_t v) { return arith::ConstantIndexOp::create(o, l, v).getResult(); };
-      Value byte = memref::LoadOp::create(o, l, s.scales,
-                                          ValueRange{arith::DivUIOp::create(o, l, col, ci(s.blockRows)),
-                                                     arith::DivUIOp::create(o, l, d, ci(s.blockCols))});
+      SmallVector<Value> at{arith::DivUIOp::create(o, l, col, ci(s.blockRows)),
+                            arith::DivUIOp::create(o, l, d, ci(s.blockCols))};
+      if (s.grouped)
+        at.insert(at.begin(), *group);
+      Value byte = memref::LoadOp::create(o, l, s.scales, at);
       return lowering::packedScaleValue(o, l, arith::ExtUIOp::create(o, l, o.getI32Type(), byte), /*e4m3Scale=*/false);
     };
-    p.loadW = [W, scaleAt](OpBuilder &o, Location l, Value col, Value d) -> Value {
-      Value code = arith::ExtUIOp::create(o, l, o.getI32Type(), memref::LoadOp::create(o, l, W, ValueRange{col, d}));
+    p.loadW = [W, weightAt, scaleAt](OpBuilder &o, Location l, Value col, Value d) -> Value {
+      Value code = arith::ExtUIOp::create(o, l, o.getI32Type(), memref::LoadOp::create(o, l, W, weightAt(o, l, col, d)));
       return arith::MulFOp::create(o, l, lowering::e4m3Value(o, l, code), scaleAt(o, l, col, d));
     };
     p.pairedWeight = Value();
@@ -199,13 +226,13 @@ void rewriteProduct(linalg::GenericOp g, bool grouped, ProductChoice choice, boo
     // kernel's time against four codes' 0.73-0.86: bench/results/
     // gpu-released-weights.md): each row's K bytes a multiple of 8 (aligned
     // loads once the base is) and a load within one block of scales.
-    int64_t K = llvm::cast<MemRefType>(W.getType()).getDimSize(1);
+    int64_t K = llvm::cast<MemRefType>(W.getType()).getShape().back();
     if (!ShapedType::isDynamic(K) && K % 8 == 0 && fp8->blockCols % 8 == 0) {
       p.packed.codes = W;
       p.packed.depths = 8;
       p.packed.bytes = 8;
-      p.packed.load = [W, scaleAt](OpBuilder &o, Location l, Value, Value col, Value d) {
-        Value word = vector::LoadOp::create(o, l, VectorType::get({8}, o.getI8Type()), W, ValueRange{col, d},
+      p.packed.load = [W, weightAt, scaleAt](OpBuilder &o, Location l, Value, Value col, Value d) {
+        Value word = vector::LoadOp::create(o, l, VectorType::get({8}, o.getI8Type()), W, weightAt(o, l, col, d),
                                             /*nontemporal=*/false, llvm::MaybeAlign(8));
         return decodePackedWord(o, l, word, scaleAt(o, l, col, d), /*fp8=*/true);
       };
@@ -232,19 +259,21 @@ void rewriteProduct(linalg::GenericOp g, bool grouped, ProductChoice choice, boo
   // depths in one block of scales along the depth), decoded in shared
   // memory: the same tiles and split depth as a bf16 weight, a quarter of
   // its bytes copied. Each row's stage then has one scale.
-  const bool codesStaged = fp8 && !grouped && codesStageable(W) && fp8->blockCols % 32 == 0;
+  // Rows of A at (t[, group]), of W (or its codes) at ([group,] col):
+  // contiguous along d.
+  auto rowOfA = [grouped, group](OpBuilder &, Location, Value r) {
+    return grouped ? SmallVector<Value>{r, *group} : SmallVector<Value>{r};
+  };
+  auto rowOfW = [grouped, group](OpBuilder &, Location, Value col) {
+    return grouped ? SmallVector<Value>{*group, col} : SmallVector<Value>{col};
+  };
+  const bool codesStaged = fp8 && codesStageable(W) && fp8->blockCols % 32 == 0;
   if (cpAsync && codesStaged && asyncStageable(A)) {
-    p.stagedA = {A, [](OpBuilder &, Location, Value r) { return SmallVector<Value>{r}; }};
-    p.stagedCodesW = {W, [](OpBuilder &, Location, Value col) { return SmallVector<Value>{col}; }, /*fp8=*/true,
-                      scaleAt};
+    p.stagedA = {A, rowOfA};
+    p.stagedCodesW = {W, rowOfW, /*fp8=*/true, scaleAt};
   } else if (cpAsync && !fp8 && asyncStageable(A) && asyncStageable(W)) {
-    // Rows of A at (t[, group]), of W at ([group,] col): contiguous along d.
-    p.stagedA = {A, [grouped, group](OpBuilder &, Location, Value r) {
-                   return grouped ? SmallVector<Value>{r, *group} : SmallVector<Value>{r};
-                 }};
-    p.stagedW = {W, [grouped, group](OpBuilder &, Location, Value col) {
-                   return grouped ? SmallVector<Value>{*group, col} : SmallVector<Value>{col};
-                 }};
+    p.stagedA = {A, rowOfA};
+    p.stagedW = {W, rowOfW};
   }
   p.bf16CopyOfA = bf16Copies;
   // Packed FP8: four loads of eight codes a lane in flight (32 bytes; the
@@ -340,7 +369,7 @@ struct GpuTiledMatmulPass : impl::GpuTiledMatmulBase<GpuTiledMatmulPass> {
     for (auto [g, c] : llvm::zip(matmuls, consumers))
       rewriteProduct(g, /*grouped=*/false, choice, batchInvariant, *tileMath, cpAsync, bf16Copies, c);
     for (auto [gp, c] : llvm::zip(fp8, fp8Consumers))
-      rewriteProduct(gp.first, /*grouped=*/false, choice, batchInvariant, *tileMath, cpAsync, bf16Copies, c,
+      rewriteProduct(gp.first, gp.second.grouped, choice, batchInvariant, *tileMath, cpAsync, bf16Copies, c,
                      gp.second);
   }
 };

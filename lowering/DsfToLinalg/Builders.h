@@ -278,6 +278,22 @@ inline Value rowsTimesTransposed(OpBuilder &b, Location loc, Value x, Value w) {
       .getResult(0);
 }
 
+/// Inside a generic: the block of `size` that loop `dim`'s index lies in.
+inline Value blockOf(OpBuilder &b, Location loc, unsigned dim, int64_t size) {
+  return arith::DivUIOp::create(b, loc, linalg::IndexOp::create(b, loc, dim), arith::ConstantIndexOp::create(b, loc, size));
+}
+
+/// A packed FP8 product's body: out + a * (E4M3(code) x 2^(scaleByte - 127)),
+/// `a` the block's (activation, code, out).
+inline void yieldPackedFp8Term(OpBuilder &b, Location loc, ValueRange a, Value scaleByte) {
+  Value scale = lowering::packedScaleValue(b, loc, arith::ExtUIOp::create(b, loc, b.getI32Type(), scaleByte),
+                                           /*e4m3Scale=*/false);
+  Value w = arith::MulFOp::create(b, loc, lowering::e4m3Value(b, loc, arith::ExtUIOp::create(b, loc, b.getI32Type(), a[1])),
+                                  scale);
+  Value p = arith::MulFOp::create(b, loc, a[0], w);
+  linalg::YieldOp::create(b, loc, arith::AddFOp::create(b, loc, a[2], p).getResult());
+}
+
 /// rowsTimesTransposed with w an FP8 weight bound packed: `codes` i8 [O, I]
 /// (E4M3) and `scales` i8 [ceil(O / blockRows), ceil(I / blockCols)]
 /// (UE8M0), each element decoded as it is read: the value the runtime
@@ -292,18 +308,30 @@ inline Value rowsTimesPackedFp8(OpBuilder &b, Location loc, Value x, Value codes
       b, loc, TypeRange{type}, ValueRange{x, codes}, ValueRange{zeros(b, loc, type, x)},
       ArrayRef<AffineMap>{pick(ctx, 3, {0, 2}), pick(ctx, 3, {1, 2}), pick(ctx, 3, {0, 1})}, iterators(2, 1),
       [&](OpBuilder &nb, Location l, ValueRange a) {
-        auto block = [&](unsigned dim, int64_t size) {
-          return arith::DivUIOp::create(nb, l, linalg::IndexOp::create(nb, l, dim),
-                                        arith::ConstantIndexOp::create(nb, l, size))
-              .getResult();
-        };
-        Value scaleByte = tensor::ExtractOp::create(nb, l, scales, ValueRange{block(1, blockRows), block(2, blockCols)});
-        Value scale = lowering::packedScaleValue(nb, l, arith::ExtUIOp::create(nb, l, nb.getI32Type(), scaleByte),
-                                                 /*e4m3Scale=*/false);
-        Value w = arith::MulFOp::create(
-            nb, l, lowering::e4m3Value(nb, l, arith::ExtUIOp::create(nb, l, nb.getI32Type(), a[1])), scale);
-        Value p = arith::MulFOp::create(nb, l, a[0], w);
-        linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], p).getResult());
+        yieldPackedFp8Term(nb, l, a,
+                           tensor::ExtractOp::create(nb, l, scales, ValueRange{blockOf(nb, l, 1, blockRows), blockOf(nb, l, 2, blockCols)}));
+      });
+  product->setAttr(kPackedFp8Attr, b.getDenseI64ArrayAttr({blockRows, blockCols}));
+  return product.getResult(0);
+}
+
+/// The grouped product of V4's output projection with its weight bound
+/// packed: y[t, g, o] = sum_d x[t, g, d] * decode(codes[g, o, d]), `codes`
+/// i8 [G, r, I] (E4M3) and `scales` i8 [G, ceil(r / blockRows),
+/// ceil(I / blockCols)] (UE8M0, a group's rows whole blocks), each element
+/// decoded as read as in rowsTimesPackedFp8; the generic carries the same
+/// dsf.packed_fp8 = [blockRows, blockCols].
+inline Value groupsTimesPackedFp8(OpBuilder &b, Location loc, Value x, Value codes, Value scales, int64_t blockRows,
+                                  int64_t blockCols, RankedTensorType type) {
+  MLIRContext *ctx = b.getContext();
+  auto product = linalg::GenericOp::create(
+      b, loc, TypeRange{type}, ValueRange{x, codes}, ValueRange{zeros(b, loc, type, x)},
+      ArrayRef<AffineMap>{pick(ctx, 4, {0, 1, 3}), pick(ctx, 4, {1, 2, 3}), pick(ctx, 4, {0, 1, 2})},
+      iterators(3, 1), [&](OpBuilder &nb, Location l, ValueRange a) {
+        yieldPackedFp8Term(nb, l, a,
+                           tensor::ExtractOp::create(nb, l, scales,
+                                                     ValueRange{linalg::IndexOp::create(nb, l, 1), blockOf(nb, l, 2, blockRows),
+                                                                blockOf(nb, l, 3, blockCols)}));
       });
   product->setAttr(kPackedFp8Attr, b.getDenseI64ArrayAttr({blockRows, blockCols}));
   return product.getResult(0);

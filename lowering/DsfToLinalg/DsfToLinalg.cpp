@@ -653,6 +653,18 @@ struct GroupedLinearLowering : DsfPattern<GroupedLinearOp> {
                                              RankedTensorType::get({groups, rank, channels}, tensorType(w).getElementType()), w,
                                              ArrayRef<ReassociationIndices>{{0, 1}, {2}});
     auto type = llvm::cast<RankedTensorType>(op.getType());
+    auto packed = state.packed.find(op.getWeightAttr().getValue());
+    if (packed != state.packed.end() && packed->second.fp8 && tensorType(w).getElementType().isInteger(8)) {
+      Value scales = storedWeight(op, FlatSymbolRefAttr::get(b.getStringAttr(op.getWeightAttr().getValue() + kPackedScaleSuffix)));
+      int64_t blockRows = packed->second.blockRows, scaleCols = tensorType(scales).getDimSize(1);
+      // [G*r/rows, I/cols] -> [G, r/rows, I/cols]: packedWeights packs only
+      // when a group's rows are whole blocks.
+      Value sg = tensor::ExpandShapeOp::create(
+          b, loc, RankedTensorType::get({groups, rank / blockRows, scaleCols}, tensorType(scales).getElementType()),
+          scales, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+      b.replaceOp(op, groupsTimesPackedFp8(b, loc, xg, wg, sg, blockRows, packed->second.blockCols, type));
+      return success();
+    }
     auto out = linalg::GenericOp::create(
         b, loc, TypeRange{type}, ValueRange{xg, wg}, ValueRange{zeros(b, loc, type, x)},
         ArrayRef<AffineMap>{pick(ctx, 4, {0, 1, 3}), pick(ctx, 4, {1, 2, 3}), pick(ctx, 4, {0, 1, 2})}, iterators(3, 1),
@@ -843,21 +855,35 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
   /// - MXFP4 (E2M1, a UE8M0 scale per 32 along the last axis) that only
   ///   dsf.moe_experts reads (its products decode each element as read);
   /// - FP8 (E4M3, UE8M0 scales over 2-D blocks) of rank 2 that only
-  ///   projections read (dsf.linear, dsf.ffn: rowsTimesPackedFp8).
+  ///   projections read (dsf.linear, dsf.ffn: rowsTimesPackedFp8; and
+  ///   dsf.grouped_linear when each group's rows are whole blocks of
+  ///   scales, so that a group's scales are a slice of them:
+  ///   groupsTimesPackedFp8).
   /// Any other reader would need the decoded tensor, so a weight it shares
   /// stays widened.
   static llvm::StringMap<PackedLayout> packedWeights(ModelOp model, ArrayRef<WeightDeclOp> order) {
     llvm::StringSet<> experts, projections, others;
+    llvm::StringMap<SmallVector<int64_t>> groupCounts;   // the groups each dsf.grouped_linear reads a weight in
     model.walk([&](WeightUserOpInterface user) {
       SmallVector<WeightUse> uses;
       user.getWeightUses(uses);
       Operation *op = user.getOperation();
-      auto &readers = llvm::isa<MoeExpertsOp>(op)              ? experts
-                      : llvm::isa<LinearOp, FfnOp>(op) ? projections
-                                                               : others;
-      for (const WeightUse &u : uses)
+      auto &readers = llvm::isa<MoeExpertsOp>(op)                             ? experts
+                      : llvm::isa<LinearOp, FfnOp, GroupedLinearOp>(op) ? projections
+                                                                              : others;
+      for (const WeightUse &u : uses) {
         readers.insert(u.symbol.getValue());
+        if (auto grouped = llvm::dyn_cast<GroupedLinearOp>(op))
+          groupCounts[u.symbol.getValue()].push_back(grouped.getGroups());
+      }
     });
+    // Each grouped reader's group of rows starts and ends on a block of scales.
+    auto groupsWholeBlocks = [&](StringRef name, int64_t rows, int64_t blockRows) {
+      auto it = groupCounts.find(name);
+      return it == groupCounts.end() || llvm::all_of(it->second, [&](int64_t groups) {
+               return groups > 0 && rows % groups == 0 && (rows / groups) % blockRows == 0;
+             });
+    };
     auto onlyIn = [&](const llvm::StringSet<> &readers, StringRef name) {
       return readers.contains(name) && !others.contains(name) &&
              (&readers == &experts ? !projections.contains(name) : !experts.contains(name));
@@ -873,7 +899,8 @@ struct DsfToLinalgPass : impl::DsfToLinalgBase<DsfToLinalgPass> {
           onlyIn(experts, w.getSymName()))
         packed[w.getSymName()] = PackedLayout{};
       else if (format.getElement() == ScalarFormat::e4m3 && format.getBlockRows() > 0 && format.getBlockCols() > 0 &&
-               shape.size() == 2 && onlyIn(projections, w.getSymName()))
+               shape.size() == 2 && onlyIn(projections, w.getSymName()) &&
+               groupsWholeBlocks(w.getSymName(), shape[0], format.getBlockRows()))
         packed[w.getSymName()] = PackedLayout{true, format.getBlockRows(), format.getBlockCols()};
     }
     return packed;

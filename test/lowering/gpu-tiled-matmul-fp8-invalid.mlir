@@ -131,3 +131,76 @@ func.func @transposed_codes(%x: memref<?x64xf32>, %codes: memref<64x40xi8>, %sca
   }
   return
 }
+
+// -----
+
+#ga = affine_map<(t, g, o, d) -> (t, g, d)>
+#gw = affine_map<(t, g, o, d) -> (g, o, d)>
+#gc = affine_map<(t, g, o, d) -> (t, g, o)>
+// Grouped (V4's output projection): each group's scales are its own, so
+// codes [2, 40, 64] in 32 x 32 blocks need [2, 2, 2].
+func.func @grouped_misshaped_scales(%x: memref<?x2x64xf32>, %codes: memref<2x40x64xi8>, %scales: memref<2x1x2xi8>,
+                                    %y: memref<?x2x40xf32>) {
+  // expected-error @below {{dsf.packed_fp8: codes 2x40x64 in blocks of 32x32 per group need 2x2x2 scales, not 2x1x2}}
+  linalg.generic {indexing_maps = [#ga, #gw, #gc], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %codes : memref<?x2x64xf32>, memref<2x40x64xi8>) outs(%y : memref<?x2x40xf32>)
+      attrs = {dsf.packed_fp8 = array<i64: 32, 32>} {
+  ^bb0(%a: f32, %c: i8, %acc: f32):
+    %c0 = arith.constant 0 : index
+    %s = memref.load %scales[%c0, %c0, %c0] : memref<2x1x2xi8>
+    %si = arith.extui %s : i8 to i32
+    %v = arith.uitofp %si : i32 to f32
+    %p = arith.mulf %a, %v : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+#ga = affine_map<(t, g, o, d) -> (t, g, d)>
+#gw = affine_map<(t, g, o, d) -> (g, o, d)>
+#gc = affine_map<(t, g, o, d) -> (t, g, o)>
+// Grouped with the whole weight's scales [rows, cols]: not a group's own.
+func.func @grouped_flat_scales(%x: memref<?x2x64xf32>, %codes: memref<2x40x64xi8>, %scales: memref<4x2xi8>,
+                               %y: memref<?x2x40xf32>) {
+  // expected-error @below {{dsf.packed_fp8: the body must read one i8 [groups, rows, cols] buffer of UE8M0 scales}}
+  linalg.generic {indexing_maps = [#ga, #gw, #gc], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %codes : memref<?x2x64xf32>, memref<2x40x64xi8>) outs(%y : memref<?x2x40xf32>)
+      attrs = {dsf.packed_fp8 = array<i64: 32, 32>} {
+  ^bb0(%a: f32, %c: i8, %acc: f32):
+    %c0 = arith.constant 0 : index
+    %s = memref.load %scales[%c0, %c0] : memref<4x2xi8>
+    %si = arith.extui %s : i8 to i32
+    %v = arith.uitofp %si : i32 to f32
+    %p = arith.mulf %a, %v : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+#ga = affine_map<(t, g, o, d) -> (t, g, d)>
+#gwt = affine_map<(t, g, o, d) -> (o, g, d)>
+#gc = affine_map<(t, g, o, d) -> (t, g, o)>
+// Grouped with the group not the codes' outer axis: W[o, g, d].
+func.func @grouped_misindexed(%x: memref<?x2x64xf32>, %codes: memref<40x2x64xi8>, %scales: memref<2x2x2xi8>,
+                              %y: memref<?x2x40xf32>) {
+  // expected-error @below {{dsf.packed_fp8: expected the indexing of C[t, g, o] += A[t, g, d] * W[g, o, d]}}
+  linalg.generic {indexing_maps = [#ga, #gwt, #gc], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %codes : memref<?x2x64xf32>, memref<40x2x64xi8>) outs(%y : memref<?x2x40xf32>)
+      attrs = {dsf.packed_fp8 = array<i64: 32, 32>} {
+  ^bb0(%a: f32, %c: i8, %acc: f32):
+    %c0 = arith.constant 0 : index
+    %s = memref.load %scales[%c0, %c0, %c0] : memref<2x2x2xi8>
+    %si = arith.extui %s : i8 to i32
+    %v = arith.uitofp %si : i32 to f32
+    %p = arith.mulf %a, %v : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  }
+  return
+}

@@ -803,3 +803,60 @@ func.func @project_fp8(%x: memref<?x64xf32>, %codes: memref<40x64xi8>, %scales: 
   }
   return
 }
+
+// -----
+
+// V4's grouped output projection with its FP8 weight bound packed (E4M3
+// codes i8 [2, 40, 64] and UE8M0 scales i8 [2, 2, 2], a group's own; the
+// product marked dsf.packed_fp8): a group a blockIdx.z, as the bf16 grouped
+// product. Every kernel reads codes and scales at the block's group: the
+// register-staged tiles code by code, the warp kernel eight codes a load,
+// and (ASYNC) the staged codes' 16-byte copies from the group's rows, their
+// scales read before the wait, then decoded into the bf16 stage the mma
+// reads.
+// CHECK-LABEL: func.func @project_grouped_fp8
+// CHECK: gpu.launch blocks(%{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %[[Z:[a-z0-9_]+]]) in
+// CHECK: memref.load %arg1[%[[Z]], %{{.*}}, %{{.*}}] : memref<2x40x64xi8>
+// CHECK: memref.load %arg2[%[[Z]], %{{.*}}, %{{.*}}] : memref<2x2x2xi8>
+// CHECK: gpu.launch blocks(%{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %[[WZ:[a-z0-9_]+]]) in
+// CHECK: vector.load %arg1[%[[WZ]], %{{.*}}, %{{.*}}] {alignment = 8 : i64} : memref<2x40x64xi8>, vector<8xi8>
+// CHECK: memref.load %arg2[%[[WZ]], %{{.*}}, %{{.*}}] : memref<2x2x2xi8>
+// CHECK-COUNT-4: nvvm.convert.f8x2.to.f16x2
+// CHECK-NOT: linalg.generic
+// CHECK: return
+// ASYNC-LABEL: func.func @project_grouped_fp8
+// ASYNC: gpu.launch blocks(%{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %[[Z:[a-z0-9_]+]]) in {{.*}} dynamic_shared_memory_size %c41984_i32
+// ASYNC: %[[CODES:.*]] = memref.view %{{.*}}[%c30720][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<3x64x32xi8, #gpu.address_space<workgroup>>
+// ASYNC: nvgpu.device_async_copy %arg1[%[[Z]], %{{.*}}, %{{.*}}], %[[CODES]][%{{.*}}, %{{.*}}, %{{.*}}], 16, %{{.*}} {bypassL1} : memref<2x40x64xi8> to memref<3x64x32xi8, #gpu.address_space<workgroup>>
+// ASYNC: scf.for
+// ASYNC: memref.load %arg2[%[[Z]], %{{.*}}, %{{.*}}] : memref<2x2x2xi8>
+// ASYNC: nvvm.cp.async.wait.group 1
+// ASYNC-COUNT-4: nvvm.convert.f8x2.to.f16x2
+// ASYNC: nvvm.mma.sync
+// ASYNC: return
+#ga = affine_map<(t, g, o, d) -> (t, g, d)>
+#gw = affine_map<(t, g, o, d) -> (g, o, d)>
+#gc = affine_map<(t, g, o, d) -> (t, g, o)>
+func.func @project_grouped_fp8(%x: memref<?x2x64xf32>, %codes: memref<2x40x64xi8>, %scales: memref<2x2x2xi8>,
+                               %y: memref<?x2x40xf32>) {
+  linalg.generic {indexing_maps = [#ga, #gw, #gc], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %codes : memref<?x2x64xf32>, memref<2x40x64xi8>) outs(%y : memref<?x2x40xf32>)
+      attrs = {dsf.packed_fp8 = array<i64: 32, 32>} {
+  ^bb0(%a: f32, %c: i8, %acc: f32):
+    %g = linalg.index 1 : index
+    %o = linalg.index 2 : index
+    %d = linalg.index 3 : index
+    %c32 = arith.constant 32 : index
+    %bo = arith.divui %o, %c32 : index
+    %bd = arith.divui %d, %c32 : index
+    %s = memref.load %scales[%g, %bo, %bd] : memref<2x2x2xi8>
+    %ci = arith.extui %c : i8 to i32
+    %si = arith.extui %s : i8 to i32
+    %sum = arith.addi %ci, %si : i32
+    %v = arith.uitofp %sum : i32 to f32
+    %p = arith.mulf %a, %v : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  }
+  return
+}

@@ -77,3 +77,47 @@ dsf.model @p attributes {family = "deepseek_v41", vocab_size = 16, hidden_size =
     return %e, %h : tensor<?x40xf32>, tensor<?x16xf32>
   }
 }
+
+// -----
+
+// V4's grouped output projection packs its FP8 weight when each group's
+// rows are whole blocks of scales: @wo [64, 32] in 2 groups of 32 rows,
+// scales [2, 1], read per group as [2, 1, 1] (group g's scales are row g).
+// Its product decodes W[g, o, d] as code times the scale of (g, o / 32,
+// d / 32) and carries the same mark. @wo16 in 2 groups of 16 rows would
+// split a block of 32 between groups: it stays bf16.
+// CHECK-LABEL: func.func @forward(
+// CHECK-SAME: %[[WO:[^:]*]]: tensor<64x32xi8>, %[[SO:[^:]*]]: tensor<2x1xi8>, %[[WO16:[^:]*]]: tensor<32x32xbf16>
+// CHECK-DAG: %[[CODES:.*]] = tensor.expand_shape %[[WO]] {{\[\[}}0, 1], [2]] output_shape [2, 32, 32] : tensor<64x32xi8> into tensor<2x32x32xi8>
+// CHECK-DAG: %[[SCALES:.*]] = tensor.expand_shape %[[SO]] {{\[\[}}0, 1], [2]] output_shape [2, 1, 1] : tensor<2x1xi8> into tensor<2x1x1xi8>
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%{{.*}}, %[[CODES]] : tensor<?x2x32xf32>, tensor<2x32x32xi8>)
+// CHECK-SAME: attrs = {dsf.packed_fp8 = array<i64: 32, 32>}
+// CHECK-NEXT: ^bb0(%{{.*}}: f32, %[[CODE:.*]]: i8, %{{.*}}: f32):
+// CHECK-NEXT: %[[G:.*]] = linalg.index 1
+// CHECK-NEXT: %[[O:.*]] = linalg.index 2
+// CHECK-NEXT: %[[C32:.*]] = arith.constant 32 : index
+// CHECK-NEXT: %[[BO:.*]] = arith.divui %[[O]], %[[C32]]
+// CHECK-NEXT: %[[D:.*]] = linalg.index 3
+// CHECK: %[[BD:.*]] = arith.divui %[[D]]
+// CHECK-NEXT: tensor.extract %[[SCALES]][%[[G]], %[[BO]], %[[BD]]] : tensor<2x1x1xi8>
+// CHECK: arith.extui %[[CODE]] : i8 to i32
+// The other group count reads bf16, widened.
+// CHECK: linalg.generic
+// CHECK-SAME: tensor<2x16x32xbf16>
+// CHECK-NOT: dsf.packed_fp8
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+
+// DECLARED-LABEL: func.func @forward(
+// DECLARED-SAME: tensor<64x32xbf16>, %{{[^:]*}}: tensor<32x32xbf16>
+// DECLARED-NOT: xi8>
+// DECLARED-NOT: dsf.packed_fp8
+dsf.model @g attributes {family = "deepseek_v41", vocab_size = 16, hidden_size = 64, num_layers = 1, hc_mult = 1} {
+  dsf.weight @wo : tensor<64x32xbf16> {format = #dsf.quant<e4m3, scale = ue8m0, block = 32x32>}
+  dsf.weight @wo16 : tensor<32x32xbf16> {format = #dsf.quant<e4m3, scale = ue8m0, block = 32x32>}
+  func.func @forward(%o: tensor<?x4x16xf32>) -> (tensor<?x2x32xf32>, tensor<?x2x16xf32>) {
+    %a = dsf.grouped_linear %o weight(@wo) {groups = 2 : i64} : tensor<?x4x16xf32> -> tensor<?x2x32xf32>
+    %b = dsf.grouped_linear %o weight(@wo16) {groups = 2 : i64} : tensor<?x4x16xf32> -> tensor<?x2x16xf32>
+    return %a, %b : tensor<?x2x32xf32>, tensor<?x2x16xf32>
+  }
+}
