@@ -2,20 +2,20 @@
 and makes random checkpoints for them: for the main job (scripts/run.sh) and
 the runtime's tests.
 
-  artifact_tool.py manifest ART                 print the manifest JSON
-  artifact_tool.py random-weights ART OUT [--drop NAME] [--extra NAME] [--reshape NAME]
+  dsfa_tool.py manifest ART                     print the manifest JSON
+  dsfa_tool.py random-weights ART OUT [--drop NAME] [--extra NAME] [--reshape NAME]
                                                  random f32 weights for every weight the
                                                  manifest binds (per-expert names expanded)
-  artifact_tool.py random-weights-quantized ART OUT
+  dsfa_tool.py random-weights-quantized ART OUT [--pool N]
                                                  random weights in the released formats, written
                                                  as a stream (real-size models): matrices as FP8
                                                  E4M3 with UE8M0 32x32 block scales, experts as
                                                  MXFP4 (two E2M1 a byte, UE8M0 per 32), vectors f32
-  artifact_tool.py truncate ART OUT BYTES        the first BYTES bytes
-  artifact_tool.py flip ART OUT OFFSET           one byte flipped (negative: from the end)
-  artifact_tool.py set-version ART OUT VERSION   another format version, checksum fixed
-  artifact_tool.py set-manifest ART OUT FILE     the manifest replaced by FILE's JSON (valid checksums)
-  artifact_tool.py set-kernels ART OUT FILE      the host kernels replaced by FILE's bytes (valid checksums)
+  dsfa_tool.py truncate ART OUT BYTES            the first BYTES bytes
+  dsfa_tool.py flip ART OUT OFFSET               one byte flipped (negative: from the end)
+  dsfa_tool.py set-version ART OUT VERSION       another format version, checksum fixed
+  dsfa_tool.py set-manifest ART OUT FILE         the manifest replaced by FILE's JSON (valid checksums)
+  dsfa_tool.py set-kernels ART OUT FILE          the host kernels replaced by FILE's bytes (valid checksums)
 """
 import json
 import os
@@ -163,6 +163,8 @@ def write_random_quantized(art, out, seed=11, pool_size=1 << 26):
 
 
 def main():
+    if len(sys.argv) < 3 or sys.argv[1] in ("-h", "--help"):
+        sys.exit(__doc__)
     cmd, path = sys.argv[1], sys.argv[2]
     data = open(path, "rb").read()
     if cmd == "manifest":
