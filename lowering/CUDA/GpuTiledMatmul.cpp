@@ -47,6 +47,20 @@ bool hasMultiplyAddBody(linalg::GenericOp g) {
   return mulOk && addOk;
 }
 
+/// The indexing maps of C[t, o] += A[t, d] * W[o, d], or with `grouped` of
+/// C[t, g, o] += A[t, g, d] * W[g, o, d] (loops t, [g,] o, d).
+bool hasProductMaps(linalg::GenericOp g, bool grouped) {
+  MLIRContext *ctx = g.getContext();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  SmallVector<AffineMap> maps = g.getIndexingMapsArray();
+  if (grouped)
+    return maps[0] == AffineMap::get(4, 0, {d(0), d(1), d(3)}, ctx) &&
+           maps[1] == AffineMap::get(4, 0, {d(1), d(2), d(3)}, ctx) &&
+           maps[2] == AffineMap::get(4, 0, {d(0), d(1), d(2)}, ctx);
+  return maps[0] == AffineMap::get(3, 0, {d(0), d(2)}, ctx) && maps[1] == AffineMap::get(3, 0, {d(1), d(2)}, ctx) &&
+         maps[2] == AffineMap::get(3, 0, {d(0), d(1)}, ctx);
+}
+
 /// C[t, o] += A[t, d] * W[o, d] over d, in f32, on buffers.
 bool isRowsTimesTransposed(linalg::GenericOp g) {
   if (!g.hasPureBufferSemantics() || g.getNumDpsInputs() != 2 || g.getNumDpsInits() != 1 || g.getNumLoops() != 3)
@@ -55,13 +69,7 @@ bool isRowsTimesTransposed(linalg::GenericOp g) {
   if (it[0] != utils::IteratorType::parallel || it[1] != utils::IteratorType::parallel ||
       it[2] != utils::IteratorType::reduction)
     return false;
-  MLIRContext *ctx = g.getContext();
-  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
-  SmallVector<AffineMap> maps = g.getIndexingMapsArray();
-  if (maps[0] != AffineMap::get(3, 0, {d(0), d(2)}, ctx) || maps[1] != AffineMap::get(3, 0, {d(1), d(2)}, ctx) ||
-      maps[2] != AffineMap::get(3, 0, {d(0), d(1)}, ctx))
-    return false;
-  return hasMultiplyAddBody(g);
+  return hasProductMaps(g, /*grouped=*/false) && hasMultiplyAddBody(g);
 }
 
 /// An FP8 weight bound packed (dsf-to-linalg's rowsTimesPackedFp8): the
@@ -91,18 +99,10 @@ FailureOr<PackedFp8> matchPackedFp8(linalg::GenericOp g) {
   if (!g.hasPureBufferSemantics() || g.getNumDpsInputs() != 2 || g.getNumDpsInits() != 1 ||
       (g.getNumLoops() != 3 && g.getNumLoops() != 4))
     return fail("expected a product on buffers: C[t, o] += A[t, d] * W[o, d] or C[t, g, o] += A[t, g, d] * W[g, o, d]");
-  MLIRContext *ctx = g.getContext();
-  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
-  SmallVector<AffineMap> maps = g.getIndexingMapsArray();
-  auto it = g.getIteratorTypesArray();
   const bool grouped = g.getNumLoops() == 4;
-  if (!grouped && (maps[0] != AffineMap::get(3, 0, {d(0), d(2)}, ctx) || maps[1] != AffineMap::get(3, 0, {d(1), d(2)}, ctx) ||
-                   maps[2] != AffineMap::get(3, 0, {d(0), d(1)}, ctx) || it[2] != utils::IteratorType::reduction))
-    return fail("expected the indexing of C[t, o] += A[t, d] * W[o, d]");
-  if (grouped && (maps[0] != AffineMap::get(4, 0, {d(0), d(1), d(3)}, ctx) ||
-                  maps[1] != AffineMap::get(4, 0, {d(1), d(2), d(3)}, ctx) ||
-                  maps[2] != AffineMap::get(4, 0, {d(0), d(1), d(2)}, ctx) || it[3] != utils::IteratorType::reduction))
-    return fail("expected the indexing of C[t, g, o] += A[t, g, d] * W[g, o, d]");
+  if (!hasProductMaps(g, grouped) || g.getIteratorTypesArray().back() != utils::IteratorType::reduction)
+    return fail(grouped ? "expected the indexing of C[t, g, o] += A[t, g, d] * W[g, o, d]"
+                        : "expected the indexing of C[t, o] += A[t, d] * W[o, d]");
   auto type = [](Value v) { return llvm::cast<MemRefType>(v.getType()); };
   Value A = g.getDpsInputs()[0], W = g.getDpsInputs()[1], C = g.getDpsInits()[0];
   if (!type(A).getElementType().isF32() || !type(C).getElementType().isF32() ||
@@ -150,13 +150,7 @@ bool isGroupedRowsTimesTransposed(linalg::GenericOp g) {
   for (unsigned i = 0; i < 4; ++i)
     if ((it[i] == utils::IteratorType::reduction) != (i == 3))
       return false;
-  MLIRContext *ctx = g.getContext();
-  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
-  SmallVector<AffineMap> maps = g.getIndexingMapsArray();
-  if (maps[0] != AffineMap::get(4, 0, {d(0), d(1), d(3)}, ctx) || maps[1] != AffineMap::get(4, 0, {d(1), d(2), d(3)}, ctx) ||
-      maps[2] != AffineMap::get(4, 0, {d(0), d(1), d(2)}, ctx))
-    return false;
-  return hasMultiplyAddBody(g);
+  return hasProductMaps(g, /*grouped=*/true) && hasMultiplyAddBody(g);
 }
 
 /// C[t, o] += A[t, d] * W[o, d], or per group g = blockIdx.z:

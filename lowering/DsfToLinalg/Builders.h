@@ -376,16 +376,24 @@ struct DsfPattern : OpConversionPattern<OpTy> {
     auto it = map.find(sym.getValue());
     return it == map.end() ? Value() : it->second;
   }
+  /// An FP8 weight bound packed (its codes `w`, i8): its layout and its
+  /// scales as bound (NAME.scale); none for any other weight.
+  std::optional<std::pair<PackedLayout, Value>> packedFp8(Operation *op, FlatSymbolRefAttr sym, Value w) const {
+    auto it = state.packed.find(sym.getValue());
+    if (it == state.packed.end() || !it->second.fp8 || !tensorType(w).getElementType().isInteger(8))
+      return std::nullopt;
+    auto scales = FlatSymbolRefAttr::get(StringAttr::get(op->getContext(), sym.getValue() + kPackedScaleSuffix));
+    return std::make_pair(it->second, storedWeight(op, scales));
+  }
   /// x [?, I] times the weight's transpose ([?, O]): rowsTimesTransposed on
   /// the weight as bound, or on an FP8 weight bound packed, its codes
   /// decoded as read (rowsTimesPackedFp8).
   Value timesWeight(OpBuilder &b, Location loc, Operation *op, FlatSymbolRefAttr sym, Value x) const {
     Value w = storedWeight(op, sym);
-    auto it = state.packed.find(sym.getValue());
-    if (it == state.packed.end() || !it->second.fp8 || !tensorType(w).getElementType().isInteger(8))
+    auto packed = packedFp8(op, sym, w);
+    if (!packed)
       return rowsTimesTransposed(b, loc, x, w);
-    Value scales = storedWeight(op, FlatSymbolRefAttr::get(b.getStringAttr(sym.getValue() + kPackedScaleSuffix)));
-    return rowsTimesPackedFp8(b, loc, x, w, scales, it->second.blockRows, it->second.blockCols);
+    return rowsTimesPackedFp8(b, loc, x, w, packed->second, packed->first.blockRows, packed->first.blockCols);
   }
   /// The weight in f32 (i32 tables as they are): a weight stored narrower is
   /// widened whole here, for the consumers that read few of its bytes

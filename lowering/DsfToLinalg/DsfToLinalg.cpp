@@ -653,16 +653,15 @@ struct GroupedLinearLowering : DsfPattern<GroupedLinearOp> {
                                              RankedTensorType::get({groups, rank, channels}, tensorType(w).getElementType()), w,
                                              ArrayRef<ReassociationIndices>{{0, 1}, {2}});
     auto type = llvm::cast<RankedTensorType>(op.getType());
-    auto packed = state.packed.find(op.getWeightAttr().getValue());
-    if (packed != state.packed.end() && packed->second.fp8 && tensorType(w).getElementType().isInteger(8)) {
-      Value scales = storedWeight(op, FlatSymbolRefAttr::get(b.getStringAttr(op.getWeightAttr().getValue() + kPackedScaleSuffix)));
-      int64_t blockRows = packed->second.blockRows, scaleCols = tensorType(scales).getDimSize(1);
+    if (auto packed = packedFp8(op, op.getWeightAttr(), w)) {
+      Value scales = packed->second;
+      int64_t blockRows = packed->first.blockRows, scaleCols = tensorType(scales).getDimSize(1);
       // [G*r/rows, I/cols] -> [G, r/rows, I/cols]: packedWeights packs only
       // when a group's rows are whole blocks.
       Value sg = tensor::ExpandShapeOp::create(
           b, loc, RankedTensorType::get({groups, rank / blockRows, scaleCols}, tensorType(scales).getElementType()),
           scales, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
-      b.replaceOp(op, groupsTimesPackedFp8(b, loc, xg, wg, sg, blockRows, packed->second.blockCols, type));
+      b.replaceOp(op, groupsTimesPackedFp8(b, loc, xg, wg, sg, blockRows, packed->first.blockCols, type));
       return success();
     }
     auto out = linalg::GenericOp::create(
